@@ -1,0 +1,28 @@
+# Apptainer images: containers/<name>.def -> containers/sif/<name>.sif (pinned
+# inside the .def; a content-hash cache under ~/.cache/repro/sif makes an
+# unchanged image a copy). Runs on the host, never inside a container.
+
+
+rule build_container:
+    input:
+        definition="containers/{name}.def",
+        builder="workflow/scripts/setup/build-sif.sh",
+    output:
+        f"{SIF_DIR}/{{name}}.sif",
+    log:
+        "results/containers/log/{name}.log",
+    params:
+        bootstrap=config["containers"]["bootstrap"],
+        mirror=config["containers"]["debian_mirror"],
+        cache=config["containers"]["cache_dir"],
+    resources:
+        runtime=90,
+        mem_mb=4000,
+    shell:
+        "{input.builder} {input.definition} {output} --bootstrap {params.bootstrap}"
+        " --mirror {params.mirror} --cache {params.cache} > {log} 2>&1"
+
+
+rule containers:
+    input:
+        expand(f"{SIF_DIR}/{{name}}.sif", name=["analysis"]),

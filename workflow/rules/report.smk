@@ -1,0 +1,64 @@
+# The reproduction report under paper/: claims of every enabled study, figures,
+# tables, stand-ins, expected vs measured times.
+
+REPORT_OUTPUTS = ["paper/index.html", "paper/claims.csv"]
+if config["report"]["pdf"]:
+    REPORT_OUTPUTS.append("paper/report.pdf")
+
+
+def report_inputs(wildcards):
+    files = []
+    for st in STUDY_REPORT.values():
+        if not st["enabled"] or not st.get("claims"):
+            continue
+        files.append(st["claims"])
+        if st.get("measurements"):
+            files.append(st["measurements"])
+        files += [f["path"] for f in st.get("figures", [])]
+        files += [t["path"] for t in st.get("tables", [])]
+        files += st.get("benchmarks", [])
+    return files
+
+
+rule report_html:
+    input:
+        report_inputs,
+        analysis_image_input(),
+        code=f"{SCRIPTS}/report_build.py",
+    output:
+        html="paper/index.html",
+        claims="paper/claims.csv",
+    log:
+        "results/report/log/report_html.log",
+    params:
+        studies=lambda wc: shlex.quote(json.dumps(STUDY_REPORT)),
+        title=shlex.quote(config["report"]["title"]),
+    resources:
+        **analysis_resources(),
+    container:
+        ANALYSIS_IMAGE
+    shell:
+        "{PY} {SCRIPTS}/report_build.py --studies {params.studies} --title {params.title}"
+        " --scale {SCALE} --html {output.html} --claims {output.claims} > {log} 2>&1"
+
+
+rule report_pdf:
+    input:
+        analysis_image_input(),
+        code=f"{SCRIPTS}/report_pdf.py",
+        html="paper/index.html",
+    output:
+        "paper/report.pdf",
+    log:
+        "results/report/log/report_pdf.log",
+    resources:
+        **analysis_resources(),
+    container:
+        ANALYSIS_IMAGE
+    shell:
+        "{PY} {SCRIPTS}/report_pdf.py --html {input.html} --pdf {output} > {log} 2>&1"
+
+
+rule report:
+    input:
+        REPORT_OUTPUTS,

@@ -1,0 +1,111 @@
+# Paper 000: TCO of a vehicle software component, onboard vs cloud (eqs. 2-10,
+# Table I, Figure 2). A model: its "raw" output is the computed costs.
+
+TCO_OUT = {
+    "raw": "results/tco/raw/model.json",
+    "series": "results/tco/raw/series.csv",
+    "measurements": "results/tco/measurements.csv",
+    "table1": "results/tco/tables/table1.csv",
+    "lifecycle": "results/tco/tables/tco_lifecycle.csv",
+    "break_even": "results/tco/tables/break_even.csv",
+    "figure2": "results/tco/figures/figure2.png",
+    "claims": "results/tco/claims.csv",
+}
+
+
+STUDY_REPORT["tco"] = {
+    "title": "TCO of vehicle software components: onboard vs cloud",
+    "paper": "000 (SCALABILITY 2024 proceedings), TCO paper: equations (2)-(10), Table I, Figure 2",
+    "enabled": enabled("tco"),
+    "claims": TCO_OUT["claims"],
+    "measurements": TCO_OUT["measurements"],
+    "figures": [
+        {"path": TCO_OUT["figure2"], "caption": "Figure 2: cumulative TCO of the HVAC function for fleets of 1,000 and 5,000 buses; break-even points marked"},
+    ],
+    "tables": [
+        {"path": TCO_OUT["table1"], "caption": "Table I: CapEx and OpEx for cloud and vehicle execution platform (reproduced beside published)"},
+        {"path": TCO_OUT["lifecycle"], "caption": "TCO over the 8.3-year bus life cycle"},
+        {"path": TCO_OUT["break_even"], "caption": "Break-even periods with and without development costs"},
+    ],
+    "stand_ins": [],
+    "expected_times": {'setup_local': 'none beyond ./repro setup', 'run_local': '< 10 s', 'analysis_local': '< 10 s', 'run_cluster': '< 1 min (one small job)'},
+    "benchmarks": [bench_log("tco", "tco_model"), bench_log("tco", "tco_analyze"), bench_log("tco", "tco_figure2")],
+}
+
+
+rule tco_model:
+    benchmark:
+        bench_log("tco", "tco_model")
+    input:
+        analysis_image_input(),
+        code=f"{SCRIPTS}/tco_model.py",
+    output:
+        raw=TCO_OUT["raw"],
+        series=TCO_OUT["series"],
+    log:
+        "results/tco/log/model.log",
+    params:
+        cfg=lambda wc: study_json("tco"),
+    resources:
+        **analysis_resources(),
+    container:
+        ANALYSIS_IMAGE
+    shell:
+        "{PY} {SCRIPTS}/tco_model.py --params {params.cfg} --raw {output.raw}"
+        " --series {output.series} > {log} 2>&1"
+
+
+rule tco_analyze:
+    benchmark:
+        bench_log("tco", "tco_analyze")
+    input:
+        analysis_image_input(),
+        code=f"{SCRIPTS}/tco_analyze.py",
+        raw=TCO_OUT["raw"],
+        published="paper/published/tco.csv",
+    output:
+        measurements=TCO_OUT["measurements"],
+        table1=TCO_OUT["table1"],
+        lifecycle=TCO_OUT["lifecycle"],
+        break_even=TCO_OUT["break_even"],
+        claims=TCO_OUT["claims"],
+    log:
+        "results/tco/log/analyze.log",
+    resources:
+        **analysis_resources(),
+    container:
+        ANALYSIS_IMAGE
+    shell:
+        "{PY} {SCRIPTS}/tco_analyze.py --raw {input.raw} --published {input.published}"
+        " --measurements {output.measurements} --table1 {output.table1}"
+        " --lifecycle {output.lifecycle} --break-even {output.break_even}"
+        " --claims {output.claims} > {log} 2>&1"
+
+
+rule tco_figure2:
+    benchmark:
+        bench_log("tco", "tco_figure2")
+    input:
+        analysis_image_input(),
+        code=f"{SCRIPTS}/tco_figure2.py",
+        series=TCO_OUT["series"],
+        break_even=TCO_OUT["break_even"],
+    output:
+        TCO_OUT["figure2"],
+    log:
+        "results/tco/log/figure2.log",
+    params:
+        currency=config["tco"]["currency"],
+    resources:
+        **analysis_resources(),
+    container:
+        ANALYSIS_IMAGE
+    shell:
+        "{PY} {SCRIPTS}/tco_figure2.py --series {input.series} --break-even {input.break_even}"
+        " --currency {params.currency} --out {output} > {log} 2>&1"
+
+
+rule tco:
+    input:
+        TCO_OUT["claims"],
+        TCO_OUT["figure2"],

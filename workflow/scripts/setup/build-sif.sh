@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Build containers/<name>.def into a .sif, reusing a cached image when the
+# definition (and every file it copies in, and the build arguments) is unchanged.
+#
+#   build-sif.sh DEF OUT [--bootstrap debootstrap|docker] [--mirror URL|auto] [--cache DIR]
+#
+# The cache key is a hash of the .def, the files named in its %files section and
+# the build arguments, so a changed pin rebuilds and an unchanged one is a copy.
+set -euo pipefail
+def=$1 out=$2
+shift 2
+bootstrap=debootstrap mirror=auto cache=${REPRO_CACHE:-$HOME/.cache/repro}/sif
+while [ $# -gt 0 ]; do
+    case $1 in
+        --bootstrap) bootstrap=$2; shift 2 ;;
+        --mirror) mirror=$2; shift 2 ;;
+        --cache) cache=$2; shift 2 ;;
+        *) echo "build-sif: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+cache=${cache/#\~/$HOME}
+command -v apptainer >/dev/null || { echo "build-sif: apptainer not on PATH (run ./repro setup)" >&2; exit 1; }
+
+if [ "$mirror" = auto ]; then
+    mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+    [ -n "$mirror" ] || mirror=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null)
+    [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+fi
+
+# The host's CA bundle goes into the build, so that pip inside the image trusts
+# what the host trusts (a site proxy, or this sandbox's egress CA).
+stage=$(dirname "$def")/.build
+mkdir -p "$stage"
+for ca in "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt; do
+    if [ -n "$ca" ] && [ -s "$ca" ]; then cp "$ca" "$stage/host-ca.crt"; break; fi
+done
+[ -s "$stage/host-ca.crt" ] || : >"$stage/host-ca.crt"
+
+name=$(basename "$def" .def)
+files=$(awk '/^%files/{f=1;next} /^%/{f=0} f && NF {print $1}' "$def")
+key=$( { cat "$def"; for f in $files; do sha256sum "$f"; done; echo "$bootstrap $mirror"; } |
+       sha256sum | cut -c1-16)
+cached=$cache/$name-$key.sif
+mkdir -p "$cache" "$(dirname "$out")"
+if [ -s "$cached" ]; then
+    echo "build-sif: $name unchanged (key $key), reusing $cached"
+else
+    echo "build-sif: building $name (key $key, bootstrap $bootstrap, mirror $mirror)"
+    tmp=$cached.tmp.$$
+    trap 'rm -f "$tmp"' EXIT
+    apptainer build --force --build-arg "BOOTSTRAP=$bootstrap" --build-arg "MIRROR=$mirror" "$tmp" "$def"
+    mv "$tmp" "$cached"
+fi
+cp --reflink=auto "$cached" "$out.tmp.$$"
+mv "$out.tmp.$$" "$out"
+apptainer inspect --labels "$out" | sed 's/^/build-sif: /'
