@@ -21,6 +21,7 @@ include: "workflow/rules/tco.smk"
 include: "workflow/rules/cloudcost.smk"
 include: "workflow/rules/mpifuse.smk"
 include: "workflow/rules/memfs.smk"
+include: "workflow/rules/memfs_workflows.smk"
 include: "workflow/rules/report.smk"
 
 

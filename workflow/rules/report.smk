@@ -6,14 +6,16 @@ if config["report"]["pdf"]:
     REPORT_OUTPUTS.append("paper/report.pdf")
 
 
+def as_list(x):
+    return [] if not x else ([x] if isinstance(x, str) else list(x))
+
+
 def report_inputs(wildcards):
     files = []
     for st in STUDY_REPORT.values():
         if not st["enabled"] or not st.get("claims"):
             continue
-        files.append(st["claims"])
-        if st.get("measurements"):
-            files.append(st["measurements"])
+        files += as_list(st["claims"]) + as_list(st.get("measurements"))
         files += [f["path"] for f in st.get("figures", [])]
         files += [t["path"] for t in st.get("tables", [])]
         files += st.get("benchmarks", [])

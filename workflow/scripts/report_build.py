@@ -86,10 +86,19 @@ def measured_seconds(paths: list[str]) -> float | None:
     return total if found else None
 
 
-def stand_ins(measurements: str | None) -> pd.DataFrame:
-    if not measurements or not os.path.exists(measurements):
-        return pd.DataFrame()
-    df = pd.read_csv(measurements, low_memory=False)
+def as_list(x) -> list[str]:
+    return [] if not x else ([x] if isinstance(x, str) else list(x))
+
+
+def read_measurements(paths) -> pd.DataFrame:
+    frames = [pd.read_csv(p, low_memory=False) for p in as_list(paths) if os.path.exists(p)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def stand_ins(measurements) -> pd.DataFrame:
+    df = read_measurements(measurements)
+    if df.empty:
+        return df
     if "system_kind" not in df.columns:
         return pd.DataFrame()
     si = df[df.system_kind.astype(str).str.startswith("stand-in:")]
@@ -99,11 +108,9 @@ def stand_ins(measurements: str | None) -> pd.DataFrame:
     return si.groupby(keys).size().reset_index(name="rows")
 
 
-def status_counts(measurements: str | None) -> dict:
-    if not measurements or not os.path.exists(measurements):
-        return {}
-    df = pd.read_csv(measurements, low_memory=False, usecols=lambda c: c in ("status", "raw_file"))
-    if "status" not in df.columns:
+def status_counts(measurements) -> dict:
+    df = read_measurements(measurements)
+    if df.empty or "status" not in df.columns:
         return {}
     per_run = df.drop_duplicates(subset=["raw_file"]) if "raw_file" in df.columns else df
     return per_run.status.value_counts().to_dict()
@@ -125,14 +132,14 @@ def main() -> None:
     standin_rows = []
     for name, st in studies.items():
         sec = [f'<h2 id="{esc(name)}">{esc(st["title"])}</h2>', f"<p><b>Paper:</b> {esc(st.get('paper', ''))}</p>"]
-        claims_path = st.get("claims")
-        if not st.get("enabled") or not claims_path or not os.path.exists(claims_path):
+        claims_paths = as_list(st.get("claims"))
+        if not st.get("enabled") or not claims_paths or not all(os.path.exists(p) for p in claims_paths):
             why = "disabled in the configuration" if not st.get("enabled") else "no results yet"
             sec.append(f'<p class="muted">Not run ({why}).</p>')
             all_claims.append(pd.DataFrame([{"study": name, "claim_id": "-", "claim": st["title"],
                                              "verdict": claims_mod.NOT_RUN, "note": why}]))
         else:
-            cl = claims_mod.read(claims_path)
+            cl = pd.concat([claims_mod.read(p) for p in claims_paths], ignore_index=True)
             all_claims.append(cl)
             counts = status_counts(st.get("measurements"))
             if counts:
