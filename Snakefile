@@ -29,3 +29,11 @@ rule all:
     default_target: True
     input:
         REPORT_OUTPUTS,
+
+
+rule kick_the_tires:
+    input:
+        rules.smoke.input,
+        TCO_OUT["claims"],
+        CLOUDCOST_OUT["claims"],
+        KICK_TARGETS,

@@ -13,9 +13,11 @@ rule smoke_layout_probe:
     params:
         launch=lambda wc: mpi_launch(int(wc.n) + 1),
         bcast=config["smoke"]["bcast_mib"],
+        fault=lambda wc: config["smoke"]["fail_if_exists"].replace("{n}", wc.n),
     shell:
         "({MPI_ENV}; {params.launch} {PY} {SCRIPTS}/layout_probe.py --nodes {wildcards.n}"
-        " --bcast-mib {params.bcast} --launcher {LAUNCHER} --out {output}) > {log} 2>&1"
+        " --bcast-mib {params.bcast} --launcher {LAUNCHER} --fail-if-exists={params.fault:q}"
+        " --out {output}) > {log} 2>&1"
 
 
 rule smoke:

@@ -28,6 +28,7 @@ def main() -> int:
     ap.add_argument("--bcast-mib", type=int, default=8)
     ap.add_argument("--out", required=True)
     ap.add_argument("--launcher", choices=["local", "slurm"], required=True)
+    ap.add_argument("--fail-if-exists", default="", help="fault injection for tests")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     me = {"rank": comm.rank, "node": node_name(), "host": socket.gethostname(), "pid": os.getpid(),
@@ -60,6 +61,8 @@ def main() -> int:
                      "one_rank_per_node": distinct == comm.size if args.launcher == "slurm" else None,
                      "driver_rank0_first_node": everyone[0]["node"] == sorted(nodes, key=_natural)[0]
                      if args.launcher == "slurm" else None}
+    if args.fail_if_exists and os.path.exists(args.fail_if_exists):
+        rec["sanity"]["no_injected_fault"] = False
     rec["extra"] = {"ranks": everyone, "slurm_job_nodelist": os.environ.get("SLURM_JOB_NODELIST", "")}
     bad = [k for k, v in rec["sanity"].items() if v is False]
     print(f"layout_probe: {comm.size} ranks on {distinct} distinct nodes: {nodes}", flush=True)
