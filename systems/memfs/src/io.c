@@ -1,0 +1,994 @@
+/* MemFS data path: per-thread memcached handles, the write-buffering and
+ * prefetching thread pools, write handles (sequential write-once buffer),
+ * read handles (stripe cache + sequential prefetch), replicate-on-read for
+ * the locality policy. */
+#include "memfs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------- per-thread memcached */
+mc_ctx *ctx_new(void)
+{
+    mc_ctx *c = calloc(1, sizeof *c);
+    c->all = mc_new(&C.sl, -1, C.dist, C.hash, C.timeout_ms);
+    c->one = calloc((size_t)C.sl.n, sizeof *c->one);
+    int ok = c->all != NULL;
+    for (int i = 0; i < C.sl.n; i++) {
+        c->one[i] = mc_new(&C.sl, i, C.dist, C.hash, C.timeout_ms);
+        ok = ok && c->one[i];
+    }
+    if (!ok) {
+        ctx_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void ctx_free(mc_ctx *c)
+{
+    if (!c) return;
+    if (c->all) memcached_free(c->all);
+    for (int i = 0; c->one && i < C.sl.n; i++)
+        if (c->one[i]) memcached_free(c->one[i]);
+    free(c->one);
+    free(c);
+}
+
+static pthread_key_t ctx_key;
+static void tls_destroy(void *p) { ctx_free(p); }
+void tls_init(void) { pthread_key_create(&ctx_key, tls_destroy); }
+
+mc_ctx *tls_ctx(void)
+{
+    mc_ctx *c = pthread_getspecific(ctx_key);
+    if (!c) {
+        c = ctx_new();
+        if (!c) {
+            memfs_log("cannot create memcached handles (out of memory?)");
+            abort();
+        }
+        pthread_setspecific(ctx_key, c);
+    }
+    return c;
+}
+
+/* ---------------------------------------------------------- thread pools */
+typedef struct {
+    const char     *name;
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;
+    job            *head, *tail;
+    int             stop, n;
+    pthread_t      *th;
+} pool;
+
+static pool WP = { "write", PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0 };
+static pool RP = { "read", PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0 };
+
+static void *pool_main(void *arg)
+{
+    pool *p = arg;
+    mc_ctx *c = ctx_new();
+    if (!c) {
+        memfs_log("%s pool: cannot create memcached handles", p->name);
+        abort();
+    }
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->head && !p->stop) pthread_cond_wait(&p->cv, &p->mu);
+        if (!p->head && p->stop) break;
+        job *j = p->head;
+        p->head = j->next;
+        if (!p->head) p->tail = NULL;
+        pthread_mutex_unlock(&p->mu);
+        j->fn(j, c);
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    ctx_free(c);
+    return NULL;
+}
+
+static void pool_start(pool *p, int n)
+{
+    p->n = n;
+    p->stop = 0;
+    p->th = calloc((size_t)n, sizeof *p->th);
+    for (int i = 0; i < n; i++) pthread_create(&p->th[i], NULL, pool_main, p);
+}
+
+static void pool_stop(pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n; i++) pthread_join(p->th[i], NULL);
+    free(p->th);
+    p->th = NULL;
+    p->n = 0;
+}
+
+static void pool_submit(pool *p, job *j, int front)
+{
+    j->next = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (front && p->head) {
+        j->next = p->head;
+        p->head = j;
+    } else {
+        if (p->tail) p->tail->next = j;
+        else p->head = j;
+        p->tail = j;
+    }
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void pools_start(void)
+{
+    pool_start(&WP, C.threads);
+    pool_start(&RP, C.threads);
+}
+
+void pools_stop(void)
+{
+    pool_stop(&WP);
+    pool_stop(&RP);
+}
+
+void wpool_submit(job *j) { pool_submit(&WP, j, 0); }
+void rpool_submit(job *j) { pool_submit(&RP, j, 0); }
+void rpool_submit_front(job *j) { pool_submit(&RP, j, 1); }
+
+/* -------------------------------------------------------- open-file table */
+static pthread_mutex_t ot_mu = PTHREAD_MUTEX_INITIALIZER;
+static ofile *ot_head;
+
+ofile *ot_get(const memfs_rec *rec)
+{
+    pthread_mutex_lock(&ot_mu);
+    ofile *of;
+    for (of = ot_head; of; of = of->next)
+        if (of->gen == rec->gen) break;
+    if (!of) {
+        of = calloc(1, sizeof *of);
+        of->gen = rec->gen;
+        of->rec = *rec;
+        of->next = ot_head;
+        ot_head = of;
+    }
+    of->refs++;
+    pthread_mutex_unlock(&ot_mu);
+    return of;
+}
+
+void ot_put(ofile *of, uint64_t size_for_delete)
+{
+    pthread_mutex_lock(&ot_mu);
+    int last = --of->refs == 0;
+    if (last) {
+        for (ofile **pp = &ot_head; *pp; pp = &(*pp)->next)
+            if (*pp == of) {
+                *pp = of->next;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&ot_mu);
+    if (!last) return;
+    if (of->unlinked) {
+        memfs_rec r = of->rec;
+        if (size_for_delete > r.size) r.size = size_for_delete;
+        delete_stripes(tls_ctx(), &r, rec_nstripes(&r));
+    }
+    free(of);
+}
+
+int ot_mark_unlinked(const memfs_rec *fresh)
+{
+    int found = 0;
+    pthread_mutex_lock(&ot_mu);
+    for (ofile *of = ot_head; of; of = of->next)
+        if (of->gen == fresh->gen) {
+            of->unlinked = 1;
+            found = 1;
+            /* replicas registered since open must be deleted too */
+            if (fresh->nown > of->rec.nown) {
+                of->rec.nown = fresh->nown;
+                memcpy(of->rec.own, fresh->own, sizeof fresh->own);
+            }
+            if (fresh->size > of->rec.size) of->rec.size = fresh->size;
+        }
+    pthread_mutex_unlock(&ot_mu);
+    return found;
+}
+
+int64_t ot_writer_size(uint64_t gen)
+{
+    int64_t sz = -1;
+    pthread_mutex_lock(&ot_mu);
+    for (ofile *of = ot_head; of; of = of->next)
+        if (of->gen == gen && of->w) {
+            sz = whandle_size(of->w);
+            break;
+        }
+    pthread_mutex_unlock(&ot_mu);
+    return sz;
+}
+
+void delete_stripes(mc_ctx *c, const memfs_rec *rec, uint64_t nstripes)
+{
+    char key[MEMFS_KEY_MAX + 8];
+    for (uint64_t n = 0; n < nstripes; n++) {
+        size_t kl = key_stripe(key, sizeof key, rec->base, n);
+        if (!kl) return;
+        if (rec->place == PLACE_LOCALITY) {
+            for (int i = 0; i < rec->nown; i++) {
+                int o = rec->own[i];
+                if (o < 0 || o >= C.sl.n) continue;
+                if (memcached_delete(c->one[o], key, kl, 0) == MEMCACHED_SUCCESS)
+                    ST_INC(stripes_deleted);
+            }
+        } else if (memcached_delete(c->all, key, kl, 0) == MEMCACHED_SUCCESS) {
+            ST_INC(stripes_deleted);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ stripe I/O */
+static void count_get(int srv, size_t len)
+{
+    ST_INC(stripes_get);
+    ST_ADD(stripes_bytes_get, len);
+    SS_ADD(srv, stripes_get, 1);
+    SS_ADD(srv, bytes_get, len);
+    if (C.local >= 0) {
+        if (srv == C.local) ST_INC(locality_gets_local);
+        else ST_INC(locality_gets_remote);
+    }
+}
+
+static void count_set(int srv, size_t len)
+{
+    ST_INC(stripes_set);
+    ST_ADD(stripes_bytes_set, len);
+    SS_ADD(srv, stripes_set, 1);
+    SS_ADD(srv, bytes_set, len);
+}
+
+static int storage_errno(memcached_return_t rc)
+{
+    int e = mc_errno(rc);
+    if (e == ENOSPC || e == EFBIG) {
+        ST_INC(errors_enospc);
+        return ENOSPC;
+    }
+    ST_INC(errors_storage);
+    return EIO;
+}
+
+int fetch_stripe(mc_ctx *c, const memfs_rec *rec, int pref, uint64_t n,
+                 char **data, size_t *len)
+{
+    char key[MEMFS_KEY_MAX + 8];
+    size_t kl = key_stripe(key, sizeof key, rec->base, n);
+    uint64_t want = rec_stripe_len(rec, n);
+    *data = NULL;
+    *len = 0;
+    if (!kl) return EIO;
+    int order[MEMFS_MAX_OWNERS + 1], no = 0;
+    if (rec->place == PLACE_LOCALITY) {
+        if (pref >= 0 && rec_has_owner(rec, pref)) order[no++] = pref;
+        for (int i = 0; i < rec->nown; i++)
+            if (rec->own[i] != pref && rec->own[i] >= 0 && rec->own[i] < C.sl.n)
+                order[no++] = rec->own[i];
+        if (!no) {
+            memfs_log("stripe %" PRIu64 " of %s: no valid owner", n, rec->base);
+            return EIO;
+        }
+    } else {
+        order[no++] = -1;
+    }
+    int err = EIO;
+    for (int i = 0; i < no; i++) {
+        int srv = order[i];
+        memcached_st *m = srv < 0 ? c->all : c->one[srv];
+        if (srv < 0) srv = (int)memcached_generate_hash(c->all, key, kl);
+        memcached_return_t rc;
+        uint32_t flags;
+        size_t vl = 0;
+        char *v = memcached_get(m, key, kl, &vl, &flags, &rc);
+        if (rc == MEMCACHED_SUCCESS && v && vl == want) {
+            count_get(srv, vl);
+            *data = v;
+            *len = vl;
+            return 0;
+        }
+        if (rc == MEMCACHED_SUCCESS) {
+            ST_INC(errors_bad_stripe_length);
+            memfs_log("stripe %s on %s has %zu bytes, expected %" PRIu64 ": EIO", key,
+                      C.sl.spec[srv], vl, want);
+        } else if (rc == MEMCACHED_NOTFOUND) {
+            ST_INC(errors_missing_stripe);
+            memfs_log("stripe %s missing on %s: EIO", key, C.sl.spec[srv]);
+        } else {
+            ST_INC(errors_storage);
+            SS_ADD(srv, errors, 1);
+            memfs_log("get %s from %s failed: %s", key, C.sl.spec[srv], memcached_strerror(m, rc));
+        }
+        free(v);
+        err = EIO;
+    }
+    return err;
+}
+
+/* ============================================================ write path */
+enum { W_FREE, W_FILLING, W_INFLIGHT };
+
+typedef struct {
+    char    *buf;
+    size_t   len;
+    uint64_t stripe;
+    int      state;
+    int      keep;    /* after storing, keep filling (partial tail stripe) */
+    whandle *h;
+    job      j;
+} wslot;
+
+struct whandle {
+    int             kind;
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;
+    char           *path;
+    memfs_rec       rec;
+    ofile          *of;
+    int             srv;            /* locality: the server holding all stripes */
+    uint64_t        size;           /* bytes accepted so far                     */
+    uint64_t        published_size;
+    int             published;
+    int             nslots;
+    wslot          *slots;
+    int             cur;            /* slot being filled, -1 if none             */
+    size_t          tail_stored;    /* bytes of the cur slot already stored      */
+    int             inflight;
+    int             err;            /* sticky errno of the first failed set      */
+    int             busy;           /* a write/flush is running on this handle   */
+};
+
+static void wjob_fn(job *j, mc_ctx *c)
+{
+    wslot *s = container_of(j, wslot, j);
+    whandle *h = s->h;
+    char key[MEMFS_KEY_MAX + 8];
+    size_t kl = key_stripe(key, sizeof key, h->rec.base, s->stripe);
+    memcached_st *m;
+    int srv;
+    if (h->rec.place == PLACE_LOCALITY) {
+        srv = h->srv;
+        m = c->one[srv];
+    } else {
+        m = c->all;
+        srv = (int)memcached_generate_hash(c->all, key, kl);
+    }
+    memcached_return_t rc = kl ? memcached_set(m, key, kl, s->buf, s->len, 0, 0) : MEMCACHED_FAILURE;
+    int err = 0;
+    if (rc == MEMCACHED_SUCCESS) {
+        count_set(srv, s->len);
+    } else {
+        err = storage_errno(rc);
+        SS_ADD(srv, errors, 1);
+        memfs_log("set %s (%zu bytes) on %s failed: %s -> %s", key, s->len, C.sl.spec[srv],
+                  memcached_strerror(m, rc), strerror(err));
+    }
+    pthread_mutex_lock(&h->mu);
+    if (err && !h->err) h->err = err;
+    s->state = s->keep ? W_FILLING : W_FREE;
+    h->inflight--;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void wsubmit(whandle *h, wslot *s, int keep)
+{
+    s->state = W_INFLIGHT;
+    s->keep = keep;
+    s->h = h;
+    s->j.fn = wjob_fn;
+    h->inflight++;
+    wpool_submit(&s->j);
+}
+
+whandle *whandle_new(const char *path, const memfs_rec *rec)
+{
+    whandle *h = calloc(1, sizeof *h);
+    h->kind = H_WRITE;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    h->path = strdup(path);
+    h->rec = *rec;
+    h->srv = rec->nown ? rec->own[0] : -1;
+    h->nslots = (int)(C.buffer_size / rec->ss);
+    if (h->nslots < 2) h->nslots = 2;
+    h->slots = calloc((size_t)h->nslots, sizeof *h->slots);
+    h->cur = -1;
+    h->of = ot_get(rec);
+    pthread_mutex_lock(&ot_mu);
+    h->of->w = h;
+    pthread_mutex_unlock(&ot_mu);
+    __atomic_fetch_add(&G_open_write, 1, __ATOMIC_RELAXED);
+    return h;
+}
+
+int64_t whandle_size(whandle *h) { return (int64_t)__atomic_load_n(&h->size, __ATOMIC_RELAXED); }
+const memfs_rec *whandle_rec(whandle *h) { return &h->rec; }
+
+static void wait_not_busy(whandle *h)
+{
+    while (h->busy) pthread_cond_wait(&h->cv, &h->mu);
+}
+
+int whandle_write(whandle *h, const char *buf, size_t size, off_t off)
+{
+    pthread_mutex_lock(&h->mu);
+    wait_not_busy(h);
+    if (h->err) {
+        int e = h->err;
+        pthread_mutex_unlock(&h->mu);
+        return -e;
+    }
+    if ((uint64_t)off != h->size) {
+        uint64_t cur = h->size;
+        pthread_mutex_unlock(&h->mu);
+        ST_INC(errors_write_once);
+        memfs_log("write-once: %s: non-sequential write at offset %lld (file has %" PRIu64
+                  " bytes; only appending writes are allowed): EROFS",
+                  h->path, (long long)off, cur);
+        return -EROFS;
+    }
+    h->busy = 1;
+    size_t done = 0;
+    while (done < size) {
+        if (h->cur < 0) {
+            int f = -1;
+            for (;;) {
+                for (int i = 0; i < h->nslots; i++)
+                    if (h->slots[i].state == W_FREE) {
+                        f = i;
+                        break;
+                    }
+                if (f >= 0 || h->err) break;
+                pthread_cond_wait(&h->cv, &h->mu);
+            }
+            if (h->err) break;
+            wslot *s = &h->slots[f];
+            if (!s->buf) {
+                s->buf = malloc(h->rec.ss);
+                if (!s->buf) {
+                    h->err = ENOMEM;
+                    break;
+                }
+            }
+            s->stripe = h->size / h->rec.ss;
+            s->len = 0;
+            s->state = W_FILLING;
+            h->cur = f;
+            h->tail_stored = 0;
+        }
+        wslot *s = &h->slots[h->cur];
+        size_t n = h->rec.ss - s->len;
+        if (n > size - done) n = size - done;
+        memcpy(s->buf + s->len, buf + done, n);
+        s->len += n;
+        done += n;
+        __atomic_store_n(&h->size, h->size + n, __ATOMIC_RELAXED);
+        if (s->len == h->rec.ss) {
+            wsubmit(h, s, 0);
+            h->cur = -1;
+        }
+    }
+    h->busy = 0;
+    int err = h->err;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    ST_ADD(io_bytes_written, done);
+    if (done < size && err) return done ? (int)done : -err;
+    return (int)done;
+}
+
+/* Publish size (and with seal, state 'c') in the file's metadata record with
+ * CAS.  flush() publishes the size; release() (the last close) seals.  If the
+ * record is gone or belongs to another generation, the file was unlinked
+ * while being written: its stripes are deleted when the handle goes. */
+static int publish(whandle *h, uint64_t size, int seal)
+{
+    mc_ctx *c = tls_ctx();
+    char key[MEMFS_KEY_MAX + 1], buf[MEMFS_REC_MAX];
+    size_t kl = key_meta(key, sizeof key, h->path);
+    for (int tries = 0; tries < 100; tries++) {
+        char *val;
+        size_t vl;
+        uint64_t cas = 0;
+        ST_INC(memcached_meta_get);
+        memcached_return_t rc = mc_gets(c->all, key, kl, &val, &vl, NULL, &cas);
+        if (rc == MEMCACHED_NOTFOUND) goto orphan;
+        if (rc != MEMCACHED_SUCCESS) {
+            ST_INC(errors_metadata);
+            memfs_log("publish %s: get failed: %s", h->path, memcached_strerror(c->all, rc));
+            return EIO;
+        }
+        memfs_rec r;
+        int bad = rec_parse(val, vl, &r);
+        free(val);
+        if (bad || r.type != 'f' || r.gen != h->rec.gen) goto orphan;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        if (h->rec.place == PLACE_LOCALITY && r.size != size) {
+            /* new content: only the writer's copy is valid */
+            r.nown = 1;
+            r.own[0] = h->srv;
+        }
+        if (seal) r.state = 'c';
+        r.size = size;
+        r.mt_sec = ts.tv_sec;
+        r.mt_nsec = ts.tv_nsec;
+        int l = rec_format(&r, buf, sizeof buf);
+        if (l < 0) return EIO;
+        ST_INC(memcached_meta_cas);
+        rc = memcached_cas(c->all, key, kl, buf, (size_t)l, 0, 0, cas);
+        if (rc == MEMCACHED_SUCCESS) return 0;
+        if (rc == MEMCACHED_DATA_EXISTS) {
+            ST_INC(memcached_meta_cas_conflicts);
+            continue;
+        }
+        if (rc == MEMCACHED_NOTFOUND) goto orphan;
+        ST_INC(errors_metadata);
+        memfs_log("publish %s: cas failed: %s", h->path, memcached_strerror(c->all, rc));
+        return EIO;
+    }
+    memfs_log("publish %s: too many CAS conflicts", h->path);
+    return EIO;
+orphan:
+    pthread_mutex_lock(&ot_mu);
+    h->of->unlinked = 1; /* stripes are deleted when the handle is released */
+    pthread_mutex_unlock(&ot_mu);
+    return 0;
+}
+
+static int wflush(whandle *h, int seal)
+{
+    pthread_mutex_lock(&h->mu);
+    wait_not_busy(h);
+    h->busy = 1;
+    wslot *tail = h->cur >= 0 ? &h->slots[h->cur] : NULL;
+    if (tail && tail->len > h->tail_stored && !h->err) wsubmit(h, tail, 1);
+    while (h->inflight) pthread_cond_wait(&h->cv, &h->mu);
+    if (tail && !h->err) h->tail_stored = tail->len;
+    int err = h->err;
+    uint64_t size = h->size;
+    int need = !err && (seal || !h->published || h->published_size != size);
+    pthread_mutex_unlock(&h->mu);
+    if (need) {
+        err = publish(h, size, seal);
+        if (!err) {
+            h->published = 1;
+            h->published_size = size;
+        }
+    }
+    pthread_mutex_lock(&h->mu);
+    h->busy = 0;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    if (err) {
+        if (err == EIO) ST_INC(errors_eio);
+        memfs_log("flush/close %s: data not fully stored: %s", h->path, strerror(err));
+    }
+    return -err;
+}
+
+/* Reading through a handle created for writing (O_RDWR): stored stripes are
+ * fetched, the partial tail comes from the buffer. */
+int whandle_read(whandle *h, char *buf, size_t size, off_t off)
+{
+    pthread_mutex_lock(&h->mu);
+    wait_not_busy(h);
+    h->busy = 1;
+    while (h->inflight) pthread_cond_wait(&h->cv, &h->mu);
+    int err = h->err;
+    memfs_rec r = h->rec;
+    r.size = h->size;
+    pthread_mutex_unlock(&h->mu);
+    size_t done = 0;
+    while (!err && (uint64_t)off + done < r.size && done < size) {
+        uint64_t o = (uint64_t)off + done, n = o / r.ss, in = o % r.ss;
+        size_t chunk = (size_t)(r.ss - in);
+        if (chunk > size - done) chunk = size - done;
+        if (o + chunk > r.size) chunk = (size_t)(r.size - o);
+        wslot *tail = h->cur >= 0 ? &h->slots[h->cur] : NULL;
+        if (tail && tail->stripe == n) {
+            memcpy(buf + done, tail->buf + in, chunk);
+        } else {
+            char *d;
+            size_t dl;
+            err = fetch_stripe(tls_ctx(), &r, h->srv, n, &d, &dl);
+            if (err) break;
+            memcpy(buf + done, d + in, chunk);
+            free(d);
+        }
+        done += chunk;
+    }
+    pthread_mutex_lock(&h->mu);
+    h->busy = 0;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    if (err) { /* no short reads on error (see rhandle_read) */
+        ST_INC(errors_eio);
+        return -err;
+    }
+    ST_ADD(io_bytes_read, done);
+    return (int)done;
+}
+
+int whandle_flush(whandle *h) { return wflush(h, 0); }
+
+int whandle_release(whandle *h)
+{
+    int r = wflush(h, 1);
+    pthread_mutex_lock(&ot_mu);
+    h->of->w = NULL;
+    pthread_mutex_unlock(&ot_mu);
+    ot_put(h->of, h->size);
+    for (int i = 0; i < h->nslots; i++) free(h->slots[i].buf);
+    free(h->slots);
+    free(h->path);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    free(h);
+    __atomic_fetch_sub(&G_open_write, 1, __ATOMIC_RELAXED);
+    return r;
+}
+
+/* ============================================================= read path */
+enum { R_EMPTY, R_LOADING, R_READY, R_ERROR };
+
+typedef struct {
+    int64_t  stripe;
+    int      state;
+    int      prefetched;
+    int      err;
+    uint32_t seq;      /* bumped on (re)use: stale job results are dropped */
+    char    *data;
+    size_t   len;
+    uint64_t lru;
+    rhandle *h;
+    job      j;
+} rslot;
+
+struct rhandle {
+    int             kind;
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;
+    char           *path;
+    memfs_rec       rec;
+    ofile          *of;
+    int             pref;      /* preferred owner (locality placement) */
+    int             nslots;
+    rslot          *slots;
+    int             inflight;
+    int64_t         last;      /* last stripe read, -1 initially */
+    int             closing;   /* released: queued prefetches are skipped */
+    uint64_t        tick;
+    uint64_t        nstripes;
+};
+
+static void rjob_fn(job *j, mc_ctx *c)
+{
+    rslot *s = container_of(j, rslot, j);
+    rhandle *h = s->h;
+    pthread_mutex_lock(&h->mu);
+    int64_t n = s->stripe;
+    uint32_t seq = s->seq;
+    int skip = h->closing;
+    pthread_mutex_unlock(&h->mu);
+    char *d = NULL;
+    size_t dl = 0;
+    int err = skip ? ECANCELED : fetch_stripe(c, &h->rec, h->pref, (uint64_t)n, &d, &dl);
+    pthread_mutex_lock(&h->mu);
+    if (s->seq == seq && s->state == R_LOADING) {
+        if (err) {
+            s->state = R_ERROR;
+            s->err = err;
+            free(d);
+        } else {
+            s->state = R_READY;
+            s->data = d;
+            s->len = dl;
+        }
+    } else {
+        free(d);
+    }
+    h->inflight--;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+rhandle *rhandle_new(const char *path, const memfs_rec *rec, int pref)
+{
+    rhandle *h = calloc(1, sizeof *h);
+    h->kind = H_READ;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    h->path = strdup(path);
+    h->rec = *rec;
+    h->pref = pref;
+    h->nstripes = rec_nstripes(rec);
+    h->nslots = (int)(C.buffer_size / rec->ss);
+    if (h->nslots < 2) h->nslots = 2;
+    h->slots = calloc((size_t)h->nslots, sizeof *h->slots);
+    for (int i = 0; i < h->nslots; i++) {
+        h->slots[i].stripe = -1;
+        h->slots[i].h = h;
+        h->slots[i].j.fn = rjob_fn;
+    }
+    h->last = -1;
+    h->of = ot_get(rec);
+    __atomic_fetch_add(&G_open_read, 1, __ATOMIC_RELAXED);
+    return h;
+}
+
+const memfs_rec *rhandle_rec(rhandle *h) { return &h->rec; }
+
+static rslot *rfind(rhandle *h, int64_t n)
+{
+    for (int i = 0; i < h->nslots; i++)
+        if (h->slots[i].stripe == n && h->slots[i].state != R_EMPTY) return &h->slots[i];
+    return NULL;
+}
+
+static void rdrop(rslot *s)
+{
+    free(s->data);
+    s->data = NULL;
+    s->len = 0;
+    s->state = R_EMPTY;
+    s->stripe = -1;
+    s->seq++;
+}
+
+/* A slot to (re)use for stripe n.  protect_lo..protect_hi are never evicted
+ * (the current prefetch window).  Returns NULL if all slots are busy. */
+static rslot *rvictim(rhandle *h, int64_t protect_lo, int64_t protect_hi)
+{
+    rslot *best = NULL;
+    for (int i = 0; i < h->nslots; i++) {
+        rslot *s = &h->slots[i];
+        if (s->state == R_EMPTY) return s;
+        if (s->state == R_LOADING) continue;
+        if (s->stripe >= protect_lo && s->stripe <= protect_hi) continue;
+        if (!best || s->lru < best->lru) best = s;
+    }
+    return best;
+}
+
+static void rstart(rhandle *h, rslot *s, int64_t n, int prefetched)
+{
+    if (s->state != R_EMPTY) rdrop(s);
+    s->stripe = n;
+    s->state = R_LOADING;
+    s->prefetched = prefetched;
+    s->err = 0;
+    s->lru = ++h->tick;
+    h->inflight++;
+    if (prefetched) rpool_submit(&s->j);
+    else rpool_submit_front(&s->j); /* a reader is waiting for it */
+}
+
+static void rprefetch(rhandle *h, int64_t n)
+{
+    int64_t hi = n + (h->nslots > 3 ? h->nslots - 2 : 1); /* keep a slot for stripe n-1 */
+    for (int64_t t = n + 1; t <= hi && (uint64_t)t < h->nstripes; t++) {
+        if (rfind(h, t)) continue;
+        rslot *v = rvictim(h, n - 1, hi);
+        if (!v) break;
+        ST_INC(stripes_prefetch_issued);
+        rstart(h, v, t, 1);
+    }
+}
+
+int rhandle_read(rhandle *h, char *buf, size_t size, off_t off)
+{
+    if ((uint64_t)off >= h->rec.size || size == 0) return 0;
+    if ((uint64_t)off + size > h->rec.size) size = (size_t)(h->rec.size - (uint64_t)off);
+    size_t done = 0;
+    int err = 0;
+    pthread_mutex_lock(&h->mu);
+    while (done < size) {
+        uint64_t o = (uint64_t)off + done;
+        int64_t n = (int64_t)(o / h->rec.ss);
+        size_t in = (size_t)(o % h->rec.ss);
+        int seq = (h->last < 0 && n == 0) || n == h->last || n == h->last + 1;
+        rslot *s = rfind(h, n);
+        if (!s) {
+            s = rvictim(h, n, n);
+            if (!s) { /* all slots loading: wait for one */
+                pthread_cond_wait(&h->cv, &h->mu);
+                continue;
+            }
+            ST_INC(stripes_demand_fetches);
+            rstart(h, s, n, 0);
+        }
+        if (seq) rprefetch(h, n);
+        if (s->state == R_LOADING) {
+            pthread_cond_wait(&h->cv, &h->mu);
+            continue; /* re-find: the slot may have been reused meanwhile */
+        }
+        if (s->state == R_ERROR) {
+            err = s->err ? s->err : EIO;
+            rdrop(s); /* a later read retries */
+            break;
+        }
+        if (s->prefetched) {
+            ST_INC(stripes_prefetch_hits);
+            s->prefetched = 0;
+        }
+        size_t chunk = s->len - in;
+        if (chunk > size - done) chunk = size - done;
+        memcpy(buf + done, s->data + in, chunk);
+        done += chunk;
+        s->lru = ++h->tick;
+        h->last = n;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (err) {
+        /* Never return a short read on error: FUSE takes a short read as
+         * end-of-file and would shrink the cached file size (silent
+         * truncation).  The whole request fails instead. */
+        ST_INC(errors_eio);
+        return -err;
+    }
+    ST_ADD(io_bytes_read, done);
+    return (int)done;
+}
+
+void rhandle_release(rhandle *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->closing = 1;
+    while (h->inflight) pthread_cond_wait(&h->cv, &h->mu);
+    for (int i = 0; i < h->nslots; i++) free(h->slots[i].data);
+    pthread_mutex_unlock(&h->mu);
+    ot_put(h->of, 0);
+    free(h->slots);
+    free(h->path);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    free(h);
+    __atomic_fetch_sub(&G_open_read, 1, __ATOMIC_RELAXED);
+}
+
+/* ======================================================= replicate-on-read */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;
+    uint64_t        pending;
+    int             err;
+    const memfs_rec *rec;
+    int             pref;
+} rep_ctl;
+
+typedef struct {
+    job      j;
+    rep_ctl *ctl;
+    uint64_t n;
+} rep_job;
+
+static void repjob_fn(job *j, mc_ctx *c)
+{
+    rep_job *rj = container_of(j, rep_job, j);
+    rep_ctl *ctl = rj->ctl;
+    char *d = NULL;
+    size_t dl = 0;
+    int err = fetch_stripe(c, ctl->rec, ctl->pref, rj->n, &d, &dl);
+    if (!err) {
+        char key[MEMFS_KEY_MAX + 8];
+        size_t kl = key_stripe(key, sizeof key, ctl->rec->base, rj->n);
+        memcached_return_t rc = memcached_set(c->one[C.local], key, kl, d, dl, 0, 0);
+        if (rc == MEMCACHED_SUCCESS) {
+            count_set(C.local, dl);
+            ST_INC(locality_replicated_stripes);
+            ST_ADD(locality_replicated_bytes, dl);
+        } else {
+            err = storage_errno(rc);
+            SS_ADD(C.local, errors, 1);
+            memfs_log("replicate %s to %s failed: %s", key, C.sl.spec[C.local],
+                      memcached_strerror(c->one[C.local], rc));
+        }
+        free(d);
+    }
+    pthread_mutex_lock(&ctl->mu);
+    if (err && !ctl->err) ctl->err = err;
+    ctl->pending--;
+    pthread_cond_broadcast(&ctl->cv);
+    pthread_mutex_unlock(&ctl->mu);
+}
+
+int replicate_file(const char *path, memfs_rec *rec)
+{
+    uint64_t ns = rec_nstripes(rec);
+    rep_ctl ctl;
+    pthread_mutex_init(&ctl.mu, NULL);
+    pthread_cond_init(&ctl.cv, NULL);
+    ctl.pending = ns;
+    ctl.err = 0;
+    ctl.rec = rec;
+    ctl.pref = rec->nown ? rec->own[(C.local >= 0 ? C.local : 0) % rec->nown] : -1;
+    rep_job *jobs = calloc(ns ? ns : 1, sizeof *jobs);
+    for (uint64_t i = 0; i < ns; i++) {
+        jobs[i].j.fn = repjob_fn;
+        jobs[i].ctl = &ctl;
+        jobs[i].n = i;
+        rpool_submit(&jobs[i].j);
+    }
+    pthread_mutex_lock(&ctl.mu);
+    while (ctl.pending) pthread_cond_wait(&ctl.cv, &ctl.mu);
+    pthread_mutex_unlock(&ctl.mu);
+    free(jobs);
+    int err = ctl.err;
+    pthread_mutex_destroy(&ctl.mu);
+    pthread_cond_destroy(&ctl.cv);
+    if (err) goto failed;
+
+    /* register this node as an additional owner (CAS on the record) */
+    mc_ctx *c = tls_ctx();
+    char key[MEMFS_KEY_MAX + 1], buf[MEMFS_REC_MAX];
+    size_t kl = key_meta(key, sizeof key, path);
+    for (int tries = 0; tries < 100; tries++) {
+        memfs_rec r;
+        uint64_t cas;
+        int e = meta_get(c, path, &r, &cas);
+        if (e) { err = e; goto failed; }
+        if (r.type != 'f' || r.gen != rec->gen || r.size != rec->size || r.place != PLACE_LOCALITY) {
+            err = ESTALE;
+            goto failed;
+        }
+        if (rec_has_owner(&r, C.local)) {
+            *rec = r;
+            goto done;
+        }
+        if (r.nown >= MEMFS_MAX_OWNERS) { err = ENOSPC; goto failed; }
+        r.own[r.nown++] = C.local;
+        int l = rec_format(&r, buf, sizeof buf);
+        if (l < 0) { err = EIO; goto failed; }
+        ST_INC(memcached_meta_cas);
+        memcached_return_t rc = memcached_cas(c->all, key, kl, buf, (size_t)l, 0, 0, cas);
+        if (rc == MEMCACHED_SUCCESS) {
+            *rec = r;
+            goto done;
+        }
+        if (rc == MEMCACHED_DATA_EXISTS) {
+            ST_INC(memcached_meta_cas_conflicts);
+            continue;
+        }
+        err = mc_errno(rc);
+        goto failed;
+    }
+    err = EIO;
+failed:
+    ST_INC(locality_replication_failures);
+    if (!rec_has_owner(rec, C.local)) { /* drop partial copies */
+        memfs_rec loc = *rec;
+        loc.nown = 1;
+        loc.own[0] = C.local;
+        delete_stripes(tls_ctx(), &loc, ns);
+    }
+    memfs_log("replicate %s to %s failed (%s); reading remotely", path,
+              C.sl.spec[C.local], strerror(err));
+    return err;
+done:
+    ST_INC(locality_replications);
+    return 0;
+}
