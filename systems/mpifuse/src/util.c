@@ -1,0 +1,313 @@
+/* Option parsing, statistics JSON and small helpers. */
+#include "mfs.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t mfs_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* "1048576", "1M", "1MiB", "4k", "2G" (binary multiples) */
+int mfs_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	uint64_t mul = 1;
+	switch (tolower((unsigned char)*end)) {
+	case 0: break;
+	case 'k': mul = 1ull << 10; end++; break;
+	case 'm': mul = 1ull << 20; end++; break;
+	case 'g': mul = 1ull << 30; end++; break;
+	case 't': mul = 1ull << 40; end++; break;
+	default: return -1;
+	}
+	if (mul > 1) {
+		if (strcasecmp(end, "ib") == 0 || strcasecmp(end, "b") == 0)
+			end += strlen(end);
+	}
+	if (*end)
+		return -1;
+	*out = (uint64_t)v * mul;
+	return 0;
+}
+
+void mfs_default_opts(struct mfs_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->max_read = 1 << 20;
+	o->threads = 1;
+	o->max_threads = 8;
+	o->keep_cache = 0;
+	o->splice = 0;
+	o->timeout = 60.0;
+	o->linger = 5.0;
+	o->idle_cache = 4ull << 30;
+	o->mem_cap = 0;
+	const char *t = getenv("TMPDIR");
+	snprintf(o->spool, sizeof(o->spool), "%s", t && *t ? t : "/tmp");
+	o->chunk = 4 << 20;
+	o->cache = 0;
+	o->block = 4 << 20;
+	o->bcast_rr = 0;
+	o->bcast_depth = 4;
+	o->attr_timeout = 1.0;
+	o->allow_other = 0;
+	o->readahead_kb = 0;
+	o->poll_us = 200;
+	o->idle_poll_us = 2000;
+	o->align = 4096;
+	o->verbose = 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+	if (!strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "yes") || !strcasecmp(v, "true")) {
+		*out = 1;
+		return 0;
+	}
+	if (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") || !strcasecmp(v, "false")) {
+		*out = 0;
+		return 0;
+	}
+	return -1;
+}
+
+static int parse_double(const char *v, double *out)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || end == v || *end || d < 0)
+		return -1;
+	*out = d;
+	return 0;
+}
+
+int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errlen)
+{
+	if (!opts || !*opts)
+		return 0;
+	char *dup = strdup(opts), *save = NULL;
+	int rc = 0;
+	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		while (isspace((unsigned char)*tok))
+			tok++;
+		if (!*tok)
+			continue;
+		char *val = strchr(tok, '=');
+		if (val)
+			*val++ = 0;
+		else
+			val = "1";
+		uint64_t u = 0;
+		double d = 0;
+		int b = 0, bad = 0;
+#define SIZEOPT(name, field, minv) \
+	else if (!strcmp(tok, name)) { if (mfs_parse_size(val, &u) || u + 1 < (uint64_t)(minv) + 1) bad = 1; else o->field = u; }
+#define BOOLOPT(name, field) \
+	else if (!strcmp(tok, name)) { if (parse_bool(val, &b)) bad = 1; else o->field = b; }
+#define DBLOPT(name, field) \
+	else if (!strcmp(tok, name)) { if (parse_double(val, &d)) bad = 1; else o->field = d; }
+		if (0) {
+		}
+		SIZEOPT("max_read", max_read, 4096)
+		BOOLOPT("threads", threads)
+		SIZEOPT("max_threads", max_threads, 1)
+		BOOLOPT("keep_cache", keep_cache)
+		BOOLOPT("kernel_cache", keep_cache)
+		BOOLOPT("splice", splice)
+		DBLOPT("timeout", timeout)
+		DBLOPT("linger", linger)
+		SIZEOPT("idle_cache", idle_cache, 0)
+		SIZEOPT("mem_cap", mem_cap, 0)
+		SIZEOPT("chunk", chunk, 0)
+		SIZEOPT("cache", cache, 0)
+		SIZEOPT("block", block, 1)
+		SIZEOPT("bcast_depth", bcast_depth, 1)
+		DBLOPT("attr_timeout", attr_timeout)
+		BOOLOPT("allow_other", allow_other)
+		SIZEOPT("poll_us", poll_us, 1)
+		SIZEOPT("idle_poll_us", idle_poll_us, 1)
+		SIZEOPT("align", align, 1)
+		BOOLOPT("verbose", verbose)
+		else if (!strcmp(tok, "readahead_kb")) {
+			if (!strcmp(val, "-1") || !strcasecmp(val, "off"))
+				o->readahead_kb = -1;
+			else if (mfs_parse_size(val, &u))
+				bad = 1;
+			else
+				o->readahead_kb = (long)u;
+		} else if (!strcmp(tok, "bcast_root")) {
+			if (!strcmp(val, "0"))
+				o->bcast_rr = 0;
+			else if (!strcmp(val, "rr"))
+				o->bcast_rr = 1;
+			else
+				bad = 1;
+		} else if (!strcmp(tok, "spool")) {
+			snprintf(o->spool, sizeof(o->spool), "%s", val);
+		} else {
+			snprintf(err, errlen, "unknown option '%s'", tok);
+			rc = -1;
+			break;
+		}
+		if (bad) {
+			snprintf(err, errlen, "bad value '%s' for option '%s'", val, tok);
+			rc = -1;
+			break;
+		}
+	}
+	free(dup);
+	if (rc == 0 && o->max_read > (1 << 20)) {
+		snprintf(err, errlen, "max_read must be <= 1048576 (kernel limit of 256 pages)");
+		rc = -1;
+	}
+	if (rc == 0 && o->block > (1ull << 30)) {
+		snprintf(err, errlen, "block must be <= 1 GiB");
+		rc = -1;
+	}
+	if (rc == 0 && o->timeout < 1.0) {
+		snprintf(err, errlen, "timeout must be >= 1 s");
+		rc = -1;
+	}
+	return rc;
+}
+
+int mfs_parse_mode(const char *s, enum mfs_mode *m)
+{
+	if (!s)
+		return -1;
+	if (!strcmp(s, "osr"))
+		*m = M_OSR;
+	else if (!strcmp(s, "osr-refined") || !strcmp(s, "osr_refined") || !strcmp(s, "refined"))
+		*m = M_REFINED;
+	else if (!strcmp(s, "bcast") || !strcmp(s, "naive"))
+		*m = M_BCAST;
+	else if (!strcmp(s, "passthrough") || !strcmp(s, "pass"))
+		*m = M_PASS;
+	else
+		return -1;
+	return 0;
+}
+
+const char *mfs_mode_name(enum mfs_mode m)
+{
+	switch (m) {
+	case M_OSR: return "osr";
+	case M_REFINED: return "osr-refined";
+	case M_BCAST: return "bcast";
+	case M_PASS: return "passthrough";
+	}
+	return "?";
+}
+
+void mfs_stats_zero(struct mfs_stats *s)
+{
+	_Atomic uint64_t *f = (_Atomic uint64_t *)s;
+	size_t n = sizeof(*s) / sizeof(*f);
+	for (size_t i = 0; i < n; i++)
+		atomic_store(&f[i], 0);
+	atomic_store(&s->reset_ns, mfs_now_ns());
+}
+
+struct jb {
+	char *buf;
+	size_t len, pos;
+	int overflow;
+};
+
+static void jp(struct jb *j, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	size_t room = j->pos < j->len ? j->len - j->pos : 0;
+	int n = vsnprintf(j->buf + (j->pos < j->len ? j->pos : j->len), room, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= room)
+		j->overflow = 1;
+	j->pos += n > 0 ? (size_t)n : 0;
+}
+
+static void jstr(struct jb *j, const char *key, const char *s)
+{
+	jp(j, "\"%s\":\"", key);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			jp(j, "\\%c", c);
+		else if (c < 0x20)
+			jp(j, "\\u%04x", c);
+		else
+			jp(j, "%c", c);
+	}
+	jp(j, "\",");
+}
+
+static const char *level_name(int l)
+{
+	switch (l) {
+	case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+	case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+	case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+	case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+	}
+	return "?";
+}
+
+const char *mfs_level_name(int l);
+const char *mfs_level_name(int l) { return level_name(l); }
+
+int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
+{
+	struct jb j = { buf, len, 0, 0 };
+	struct mfs_stats *s = &m->st;
+#define U(k, f) jp(&j, "\"%s\":%llu,", k, (unsigned long long)atomic_load(&s->f))
+#define T(k, f) jp(&j, "\"%s\":%.9f,", k, (double)atomic_load(&s->f) / 1e9)
+	jp(&j, "{");
+	jstr(&j, "version", MPIFUSE_VERSION);
+	jp(&j, "\"rank\":%d,\"nranks\":%d,", m->rank, m->nranks);
+	jstr(&j, "mode", mfs_mode_name(m->mode));
+	jstr(&j, "source", m->source);
+	jstr(&j, "mountpoint", m->mountpoint);
+	jstr(&j, "mpi_thread_level", level_name(m->thread_level));
+	jp(&j, "\"global_mpi_lock\":%s,", m->serialized ? "true" : "false");
+	jp(&j, "\"fuse_threads\":%s,", m->o.threads ? "true" : "false");
+	jp(&j, "\"max_read\":%zu,", m->o.max_read);
+	jp(&j, "\"since_reset_s\":%.6f,", (double)(mfs_now_ns() - atomic_load(&s->reset_ns)) / 1e9);
+	U("bytes_read_source", bytes_read_source);
+	U("source_read_calls", source_read_calls);
+	T("source_read_time_s", source_read_ns);
+	U("open_calls", open_calls);
+	T("open_time_s", open_ns);
+	U("read_calls", read_calls);
+	U("read_bytes", read_bytes);
+	T("read_time_s", read_ns);
+	T("read_wait_time_s", read_wait_ns);
+	U("mpi_get_calls", get_calls);
+	T("mpi_get_time_s", get_ns);
+	U("bytes_fetched_remote", get_bytes);
+	T("meta_time_s", meta_ns);
+	U("bcast_calls", bcast_calls);
+	U("bcast_bytes", bcast_bytes);
+	T("bcast_time_s", bcast_ns);
+	U("cache_hits", cache_hits);
+	U("cache_misses", cache_misses);
+	U("cache_evictions", cache_evictions);
+	U("files_created", files_created);
+	U("files_freed", files_freed);
+	jp(&j, "\"files_live\":%d}", atomic_load(&m->live));
+	if (j.overflow)
+		return -ENOSPC;
+	return (int)j.pos;
+}
