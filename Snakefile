@@ -36,4 +36,6 @@ rule kick_the_tires:
         rules.smoke.input,
         TCO_OUT["claims"],
         CLOUDCOST_OUT["claims"],
-        KICK_TARGETS,
+        rules.mpifuse_kick.input,
+        rules.memfs_kick.input,
+        rules.memfs_workflows_kick.input,

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from conftest import LOCATE, MCBENCH, is_mounted, layout, stripe_counts
-from memfs_helpers import (MiB, STRIPE, check_random_preads, file_sha, payload,
+from .conftest import LOCATE, MCBENCH, is_mounted, layout, stripe_counts
+from .memfs_helpers import (MiB, STRIPE, check_random_preads, file_sha, payload,
                            read_file, sha, write_file)
 
 SIZES = [0, 1, STRIPE - 1, STRIPE, STRIPE + 1, 7 * STRIPE + 12345]

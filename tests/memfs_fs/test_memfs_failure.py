@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from conftest import Memcached, layout, stripes_on
-from memfs_helpers import STRIPE, payload, write_file
+from .conftest import Memcached, layout, stripes_on
+from .memfs_helpers import STRIPE, payload, write_file
 
 # Runs in a child process so that a hang would fail the test (timeout), not
 # hang it.  Reads every stripe with readahead disabled (POSIX_FADV_RANDOM: no

@@ -4,8 +4,8 @@ import json
 import os
 import subprocess
 
-from conftest import LOCATE, layout, stripe_counts, stripes_on
-from memfs_helpers import STRIPE, file_sha, payload, read_file, sha, write_file
+from .conftest import LOCATE, layout, stripe_counts, stripes_on
+from .memfs_helpers import STRIPE, file_sha, payload, read_file, sha, write_file
 
 
 def test_local_write_replicate_on_read(cluster):

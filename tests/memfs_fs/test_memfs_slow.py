@@ -5,8 +5,8 @@ import threading
 
 import pytest
 
-from conftest import layout, stripe_counts
-from memfs_helpers import MiB, check_random_preads, file_sha, payload, read_file, sha, write_file
+from .conftest import layout, stripe_counts
+from .memfs_helpers import MiB, check_random_preads, file_sha, payload, read_file, sha, write_file
 
 
 @pytest.mark.slow

@@ -67,9 +67,15 @@ def analysis_image_input():
 
 
 def system_exec(name):
-    """Prefix that runs a system's command in its image (cluster) or on the host (local)."""
+    """Prefix that runs a system's command in its image (cluster) or on the host (local).
+
+    No --cleanenv: srun hands every task its PMIx/Slurm variables, which must reach
+    the rank inside the image (with --cleanenv each rank starts as an MPI singleton).
+    No --bind /dev/fuse: the host's /dev is visible inside, and a bound device node
+    is mounted nodev.
+    """
     if config["containers"]["use_for_benchmarks"]:
-        return f"apptainer exec --cleanenv --bind /dev/fuse --bind {os.getcwd()} {sif(name)}"
+        return f"apptainer exec --bind {os.getcwd()} {sif(name)}"
     return ""
 
 
@@ -124,9 +130,6 @@ def analysis_resources():
 #   tables [{path, caption}], stand_ins [text], expected_times {...}, benchmarks [paths]
 # ---------------------------------------------------------------------------
 STUDY_REPORT = {}
-
-# Each study appends a tiny configuration of its own to the kick-the-tires target.
-KICK_TARGETS = []
 
 
 def bench_log(study, name):

@@ -25,4 +25,4 @@ rule build_container:
 
 rule containers:
     input:
-        expand(f"{SIF_DIR}/{{name}}.sif", name=["analysis"]),
+        expand(f"{SIF_DIR}/{{name}}.sif", name=["analysis", "mpifuse", "memfs"]),

@@ -13,6 +13,8 @@ CACHE=${REPRO_CACHE:-$HOME/.cache/repro}
 DEST=$CACHE/iozone
 # the version Debian 12 (bookworm) non-free carries; pinned so every run uses the same build
 VERSION=${IOZONE_VERSION:-489-1}
+# sha256 of iozone3_489-1_amd64.deb (checked when that file is what we got)
+SHA256_489_1_AMD64=131fcc86dd4cdca5c278b184d6d82e14ce047658ac4690e09161f001f52870b2
 BIN=$DEST/usr/bin/iozone
 STAMP=$DEST/.complete-$VERSION
 
@@ -44,11 +46,15 @@ echo "fetch-iozone: apt-get download iozone3=$VERSION" >&2
       apt-cache "${APT[@]}" policy iozone3 >&2 || true
       exit 1; }
 deb=$(ls "$work"/pkg/iozone3_*.deb)
+sha=$(sha256sum "$deb" | cut -d' ' -f1)
+if [ "$(basename "$deb")" = iozone3_489-1_amd64.deb ] && [ "$sha" != "$SHA256_489_1_AMD64" ]; then
+    echo "fetch-iozone: $(basename "$deb") has sha256 $sha, expected $SHA256_489_1_AMD64" >&2
+    exit 1
+fi
 rm -rf "$DEST.tmp"
 mkdir -p "$DEST.tmp"
 dpkg -x "$deb" "$DEST.tmp"
 [ -x "$DEST.tmp/usr/bin/iozone" ] || { echo "fetch-iozone: no usr/bin/iozone in $deb" >&2; exit 1; }
-sha=$(sha256sum "$deb" | cut -d' ' -f1)
 rm -rf "$DEST"
 mv "$DEST.tmp" "$DEST"
 echo "iozone3 $VERSION $(basename "$deb") sha256=$sha" >"$DEST/.complete-$VERSION"

@@ -1,0 +1,70 @@
+"""The n+1 rules on the local Slurm cluster (./repro cluster up): memfs_kick through
+profiles/slurm, in a scratch copy of the repository (results stay out of the tree).
+
+Slow (about 2 minutes): run with --mtc-slow or MTC_SLOW=1.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .mtc_testlib import REPO, assert_clean
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("built")]
+
+
+def _slurm_up() -> bool:
+    if not shutil.which("sinfo"):
+        return False
+    r = subprocess.run(["sinfo", "-h", "-p", "batch", "-o", "%D %t"], capture_output=True, text=True)
+    return r.returncode == 0 and bool(r.stdout.strip())
+
+
+def _copy_repo(dst: Path) -> None:
+    """The code and config only (no results, no images except the analysis one)."""
+    ignore = shutil.ignore_patterns("__pycache__", "results", ".snakemake", "sif", ".rmc")
+    for item in ("Snakefile", "repro", "config", "profiles", "workflow", "envs", "systems"):
+        src = REPO / item
+        if src.is_dir():
+            shutil.copytree(src, dst / item, ignore=ignore, symlinks=True)
+        else:
+            shutil.copy2(src, dst / item)
+    (dst / "paper").mkdir()
+    shutil.copytree(REPO / "paper" / "published", dst / "paper" / "published")
+    (dst / "containers" / "sif").mkdir(parents=True)
+    for d in (REPO / "containers").glob("*.def"):
+        shutil.copy2(d, dst / "containers" / d.name)
+    sif = REPO / "containers" / "sif" / "analysis.sif"
+    if sif.exists():
+        os.link(sif, dst / "containers" / "sif" / "analysis.sif") if sif.stat().st_dev == dst.stat().st_dev \
+            else shutil.copy2(sif, dst / "containers" / "sif" / "analysis.sif")
+    os.symlink(os.path.realpath(REPO / ".venv"), dst / ".venv")
+
+
+def test_memfs_kick_runs_as_n_plus_1_jobs_on_slurm(tmp_path):
+    if not _slurm_up():
+        pytest.skip("the local Slurm cluster is not up (./repro cluster up)")
+    work = tmp_path / "repo"
+    work.mkdir()
+    _copy_repo(work)
+    (work / "overlay.yaml").write_text(
+        "memfs:\n  kick: {network: IPoIB, nodes: [2], size: 1MiB}\n")
+    cmd = ["timeout", "-k", "10", "600", "./repro", "snakemake", "memfs_kick", "--profile", "profiles/slurm",
+           "--configfile", "config/local.yaml", "overlay.yaml"]
+    r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=660)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    raw = work / "results/memfs/raw/envelope/network~IPoIB/design~memfs/nodes~2/size~1MiB/rep~0.json"
+    rec = json.loads(raw.read_text())
+    cl = rec["extra"]["cluster"]
+    assert rec["status"] == "ok" and cl["launcher"] == "slurm"
+    driver = rec["host"].split("/")[-1]  # the Slurm node the driver ran on
+    assert len(cl["slurm_nodes"]) == 2 and driver not in cl["slurm_nodes"]  # n+1 distinct nodes
+    md = json.loads((work / "results/memfs/raw/metadata/network~IPoIB/design~memfs/nodes~2/rep~0.json").read_text())
+    assert md["extra"]["command"][0] == "srun" and "--overlap" in md["extra"]["command"]
+    assert (work / "results/memfs/kick/measurements.csv").exists()
+    for f in (work / "results/memfs/raw").rglob("*.json"):
+        assert_clean(json.loads(f.read_text())["extra"]["cluster"]["cid"])

@@ -1,0 +1,12 @@
+#!/usr/bin/env python3
+"""Figure 2.5: MTC Envelope throughput (read()/write() calls per second) vs nodes, per file size."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import memfs_common as mc
+
+if __name__ == "__main__":
+    a = mc.figure_args(__doc__)
+    mc.plot_envelope(mc.load(a.measurements), json.loads(a.cfg), "tput", a.out)

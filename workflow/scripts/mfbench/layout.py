@@ -1,0 +1,102 @@
+"""What the mpifuse benchmark measures and where its results go.
+
+Everything that depends on the configuration (matrix, paths, options) takes
+the study's config section (``config["mpifuse"]``) as a dict; nothing here
+knows the matrix itself.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from repro import paramspace
+
+STUDY = "mpifuse"
+EXPERIMENT = "read_scaling"
+RAW_DIR = "results/mpifuse/raw"
+DIMS = ("source", "variant", "nodes", "size")  # path order; rep~<i>.json last
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str          # in paths and the tidy table
+    label: str         # the paper's name
+    mode: str | None   # mpifuse mode, None = no file system (native)
+    action: str        # hash_source | hash_mount | copy_local | copy_shm
+    reads: str         # "n" (every node reads the file from the source) or "1" (read once)
+
+
+VARIANTS = {
+    v.name: v
+    for v in (
+        Variant("native", "native", None, "hash_source", "n"),
+        Variant("osr", "OSR", "osr", "hash_mount", "1"),
+        Variant("bcast-local", "Bcast to local", "bcast", "copy_local", "1"),
+        Variant("bcast-shm", "Bcast to /dev/shm", "bcast", "copy_shm", "1"),
+        Variant("bcast-nocopy", "Bcast no copy", "bcast", "hash_mount", "1"),
+        Variant("passthrough", "Passthrough", "passthrough", "hash_mount", "n"),
+        Variant("osr-refined", "OSR refined", "osr-refined", "hash_mount", "1"),
+    )
+}
+VARIANT_ORDER = list(VARIANTS)
+SOURCE_LABELS = {"home": "Home", "scratch": "Scratch"}
+# the paper's Table I names the native rows after the file system
+NATIVE_LABEL = {"home": "/home", "scratch": "/dbnscratch"}
+
+
+def expected_source_reads(variant: str, nodes: int) -> int:
+    """How many times the whole file is read from the source file system."""
+    return nodes if VARIANTS[variant].reads == "n" else 1
+
+
+def raw_path(source: str, variant: str, nodes: int | str, size: str, rep: int | str,
+             raw_dir: str = RAW_DIR) -> str:
+    p = paramspace.param_path({"source": source, "variant": variant, "nodes": nodes, "size": size})
+    return f"{raw_dir}/{p}/rep~{rep}.json"
+
+
+def run_log(source: str, nodes, size: str, rep, base: str = "results/mpifuse/log/run") -> str:
+    return f"{base}/source~{source}/nodes~{nodes}/size~{size}/rep~{rep}.log"
+
+
+def matrix(cfg: dict) -> list[dict]:
+    """Every (source, nodes, size, rep) run of the configured matrix (one job each)."""
+    return paramspace.expand({"source": cfg["sources"], "nodes": cfg["nodes"], "size": cfg["sizes"],
+                              "rep": list(range(cfg["repeats"]))})
+
+
+def expected_raw(cfg: dict, raw_dir: str = RAW_DIR) -> list[str]:
+    return [raw_path(r["source"], v, r["nodes"], r["size"], r["rep"], raw_dir)
+            for r in matrix(cfg) for v in cfg["variants"]]
+
+
+def system_kind(cfg: dict, source: str) -> str:
+    """real, or stand-in:<what> for the emulated home / a local scratch directory."""
+    sec = cfg[source]
+    what = sec.get("stand_in") or ""
+    if source == "home" and sec.get("kind") == "emulated" and not what:
+        what = "nfs-ganesha NFSv3 over a tc-throttled namespace link"
+    return f"stand-in:{what}" if what else "real"
+
+
+def test_timeout(cfg: dict, size: str, nodes: int) -> float:
+    """Seconds one test may take before it counts as hung (and the job aborts)."""
+    t = cfg["timeout"]
+    gb = paramspace.size_bytes(size) / 1e9
+    return float(t["base_s"] + t["per_gb_node_s"] * gb * nodes)
+
+
+def fs_options(cfg: dict, mode: str) -> dict:
+    """Library options of one mode: the common ones, overridden per mode."""
+    opts = dict(cfg.get("fs_options", {}))
+    opts.update(cfg.get("fs_options_by_mode", {}).get(mode, {}))
+    return opts
+
+
+def expand_path(p: str) -> str:
+    return os.path.expanduser(os.path.expandvars(p))
+
+
+def size_label_bytes(size: str) -> int:
+    return paramspace.size_bytes(size)

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""mpifuse Figure 3: time to hash the file on every node vs the number of nodes, one panel per
+file size and source (Home, Scratch), one line per use case, error bars = std over repeats."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mfbench import analysis, plotting
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--measurements", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    cfg = json.loads(Path(a.config[1:]).read_text() if a.config.startswith("@") else a.config)
+    df = analysis.read_measurements(a.measurements)
+    stats = analysis.time_stats(df)
+    plt = plotting.setup()
+    sizes = sorted(cfg["sizes"], key=analysis.size_bytes)
+    sources = cfg["sources"]
+    variants = [v for v in cfg["variants"]]
+    fig, axes = plt.subplots(len(sizes), len(sources), figsize=(4.2 * len(sources), 2.6 * len(sizes)),
+                             squeeze=False, sharex=True)
+    for j, source in enumerate(sources):
+        for i, size in enumerate(sizes):
+            ax = axes[i][j]
+            for v in variants:
+                s = stats[(stats.source == source) & (stats.variant == v) & (stats["size"] == size)].sort_values("nodes")
+                if s.empty:
+                    continue
+                ax.errorbar(s["nodes"].astype(int), s["mean"], yerr=s["std"].fillna(0), label=plotting.label(v),
+                            color=plotting.PALETTE[v], marker=plotting.MARKERS[v], ms=4, lw=1.2, capsize=2,
+                            ls="--" if v == "osr-refined" else "-")
+            ax.set_title(f"{plotting.SOURCE_TITLE.get(source, source)} -- {size}", fontsize=9)
+            ax.set_xticks(cfg["nodes"])
+            ax.set_ylim(bottom=0)
+            if j == 0:
+                ax.set_ylabel("time (s)")
+            if i == len(sizes) - 1:
+                ax.set_xlabel("nodes")
+    h, lab = axes[0][0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="upper center", ncol=min(len(lab), 4), fontsize=8, frameon=False)
+    kinds = analysis.kinds(df)
+    plotting.stamp(fig, f"mean of repeats (slowest node per run), error bars: std; {kinds}")
+    fig.tight_layout(rect=(0, 0.02, 1, 0.95))
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(a.out, dpi=150)
+    print(f"mpifuse_figure3: wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
