@@ -19,6 +19,20 @@ _SKIP_TOP = {".git", ".snakemake", "results", ".pytest_cache"}
 _SKIP_PAPER = {"index.html", "claims.csv", "report.pdf"}
 
 
+def pytest_addoption(parser):
+    parser.addoption("--quick", action="store_true", default=False,
+                     help="skip the tests marked slow (or set REPRO_QUICK=1); CI runs everything")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not (config.getoption("--quick") or os.environ.get("REPRO_QUICK") == "1"):
+        return
+    skip = pytest.mark.skip(reason="slow test skipped (--quick / REPRO_QUICK=1)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 def project_env() -> dict:
     """The environment ./repro gives commands (venv and apptainer on PATH)."""
     out = subprocess.run([str(REPO / "repro"), "env"], capture_output=True, text=True, check=True).stdout

@@ -6,7 +6,7 @@ Every cluster a test starts is checked afterwards: no namespace, mount or
 process of it may remain (whether the test passed or not).  Tests needing
 root, /dev/fuse, memcached, the MemFS binary, iozone or mpirun are skipped
 with a reason where one is missing.  Slow tests (the Slurm n+1 run) need
-``--mtc-slow`` or MTC_SLOW=1.
+skipped only with ``--quick`` (REPRO_QUICK=1).
 """
 
 from __future__ import annotations
@@ -18,24 +18,6 @@ from pathlib import Path
 import pytest
 
 from .mtc_testlib import HERE, REPO, assert_clean, iozone_bin, missing_cluster_prereq
-
-
-def pytest_addoption(parser):
-    parser.addoption("--mtc-slow", action="store_true", default=False,
-                     help="also run the slow MemFS benchmark tests (or set MTC_SLOW=1)")
-
-
-def pytest_collection_modifyitems(config, items):
-    if config.getoption("--mtc-slow") or os.environ.get("MTC_SLOW") == "1":
-        return
-    skip = pytest.mark.skip(reason="slow test: use --mtc-slow or MTC_SLOW=1")
-    for item in items:
-        if "slow" in item.keywords and HERE in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(skip)
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: long-running test")
 
 
 @pytest.fixture(scope="session")

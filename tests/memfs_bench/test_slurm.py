@@ -1,7 +1,7 @@
 """The n+1 rules on the local Slurm cluster (./repro cluster up): memfs_kick through
 profiles/slurm, in a scratch copy of the repository (results stay out of the tree).
 
-Slow (about 2 minutes): run with --mtc-slow or MTC_SLOW=1.
+Slow (about 2 minutes): skipped with --quick.
 """
 
 import json

@@ -33,20 +33,6 @@ _LIVE_MOUNTS = []  # every mount point we created
 HERE = Path(__file__).resolve().parent
 
 
-def pytest_addoption(parser):
-    # option name is memfs-specific so that sibling test suites can coexist
-    parser.addoption("--memfs-slow", action="store_true", default=False,
-                     help="also run MemFS tests marked slow (or set MEMFS_SLOW=1)")
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: long-running test")
-    # Own temp root: /tmp/pytest-of-<user> is shared with other suites running
-    # concurrently on this machine, and pytest prunes old run directories there.
-    if config.option.basetemp is None:
-        config.option.basetemp = f"/tmp/memfs-pytest-{os.getpid()}"
-
-
 def is_mounted(path):
     """True if path is a mount point (from the mount table: os.path.ismount
     stats the root, which fails when its metadata server is down)."""
@@ -57,15 +43,6 @@ def is_mounted(path):
             if mp == path:
                 return True
     return False
-
-
-def pytest_collection_modifyitems(config, items):
-    if config.getoption("--memfs-slow") or os.environ.get("MEMFS_SLOW") == "1":
-        return
-    skip = pytest.mark.skip(reason="slow test: use --memfs-slow or MEMFS_SLOW=1")
-    for item in items:
-        if "slow" in item.keywords and HERE in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(skip)
 
 
 def _missing_prereq():

@@ -387,7 +387,7 @@ def test_mount_message_and_sigterm_unmount(cluster):
 
 
 def test_unreachable_server_refuses_to_mount(cluster, tmp_path):
-    from conftest import MEMFS, free_port
+    from .conftest import MEMFS, free_port
     srv = cluster.servers(1)
     mnt = tmp_path / "never"
     mnt.mkdir()

@@ -1,4 +1,4 @@
-"""Slow MemFS tests (run with --memfs-slow or MEMFS_SLOW=1): stripe-size
+"""Slow MemFS tests (skipped with --quick): stripe-size
 sweep with odd buffer/thread settings, and 128 MiB files through 4 mounts."""
 import os
 import threading

@@ -5,7 +5,7 @@ tools, fastasplit + makeblastdb + blastn, real memcached servers and MemFS FUSE
 mounts (systems/memfs/build).  Clusters are started by the tests and always
 torn down (context managers); generated inputs live in pytest's tmp dirs.
 
-Slow tests (marked ``slow``) run with ``--mtcwf-slow`` or ``MTCWF_SLOW=1``.
+Slow tests (marked ``slow``) run by default; ``--quick`` (REPRO_QUICK=1) skips them.
 """
 
 from __future__ import annotations
@@ -28,24 +28,6 @@ for p in (WF, SCRIPTS):
 
 TOOLS = ("mProjectPP", "mDiffFit", "mConcatFit", "mBgModel", "mBackground", "mAdd", "mImgtbl", "mExamine",
          "makeblastdb", "blastn", "fastasplit", "memcached", "fusermount3")
-
-
-def pytest_addoption(parser):
-    parser.addoption("--mtcwf-slow", action="store_true", default=False,
-                     help="also run the slow Montage/BLAST workflow tests (or MTCWF_SLOW=1)")
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: long-running test")
-
-
-def pytest_collection_modifyitems(config, items):
-    if config.getoption("--mtcwf-slow") or os.environ.get("MTCWF_SLOW") == "1":
-        return
-    skip = pytest.mark.skip(reason="slow test: use --mtcwf-slow or MTCWF_SLOW=1")
-    for item in items:
-        if "slow" in item.keywords and HERE in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(skip)
 
 
 def missing_prereq() -> str | None:

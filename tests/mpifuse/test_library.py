@@ -51,6 +51,13 @@ def test_library_other_modes(py, tmp_path, mode):
     run_check(py, tmp_path, mode)
 
 
+def test_library_bcast_on_demand(py, tmp_path):
+    """the benchmarker's broadcast configuration: on-demand lockstep, 128 KiB blocks and
+    requests, single threaded FUSE, options passed as Python keywords"""
+    run_check(py, tmp_path, "bcast", opts="bcast_on_demand=1,bcast_depth=1,block=128K,max_read=131072,"
+                                          "readahead_kb=128,threads=off")
+
+
 @pytest.mark.slow
 def test_library_four_ranks_single_threaded(py, tmp_path):
     run_check(py, tmp_path, "osr", ranks=4, opts="threads=off")

@@ -33,6 +33,12 @@ CONFIGS = [
     ("bcast", 2, "mem_cap=1M,block=1M,bcast_depth=2", False),
     # single threaded FUSE, small max_read
     ("osr-refined", 2, "threads=off,max_read=131072,chunk=0", True),
+    # on-demand broadcast (paced by the readers; test_on_demand.py tests the pacing itself):
+    # lockstep with a barrier per 128 KiB block, the paper's FUSE request size over TCP, and a
+    # look-ahead of 3 blocks without the barrier, round-robin roots, file backed buffers
+    ("bcast", 2, "bcast_on_demand=1,block=128K,bcast_depth=1", False),
+    ("bcast", 3, "bcast_on_demand=1,block=128K,bcast_depth=1,max_read=131072,readahead_kb=128", True),
+    ("bcast", 3, "bcast_on_demand=1,bcast_depth=3,bcast_sync=none,bcast_root=rr,block=256K,mem_cap=1M", True),
 ]
 
 

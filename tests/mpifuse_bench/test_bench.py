@@ -61,7 +61,17 @@ def test_raw_files_validate_and_hashes_match(small_study):
         else:
             assert rec["system_kind"].startswith("stand-in:")
         if rec["params"]["variant"] != "native":
-            assert rec["extra"]["fs_options"]["max_read"] == cfg["fs_options"]["max_read"]
+            mode = layout.VARIANTS[rec["params"]["variant"]].mode
+            want = layout.fs_options(cfg, mode)  # fs_options with the mode's overrides
+            assert {k: rec["extra"]["fs_options"][k] for k in want} == want
+            assert rec["extra"]["fs_options"]["max_read"] == want.get("max_read", cfg["fs_options"]["max_read"])
+            st = rec["extra"]["fs_stats"]["1"]
+            if mode == "bcast":  # the configured pacing is what ran (the paper's: on demand, lockstep)
+                assert st["bcast_on_demand"] is bool(want.get("bcast_on_demand", False))
+                assert st["bcast_depth"] == want.get("bcast_depth", 4)
+                assert ("fs_bcast_demand_wait_time", 1) in m and ("fs_bcast_sync_time", 1) in m
+                if want.get("bcast_on_demand"):
+                    assert st["bcast_sync"] == "barrier" and st["bcast_sync_calls"] > 0
     # the progress lines
     out = procs[("home", 2, "2MB")].stdout
     assert "[mpifuse] home osr n=2 2MB rep 1/1:" in out

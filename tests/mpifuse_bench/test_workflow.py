@@ -30,9 +30,9 @@ def test_full_scale_plan(snake):
 
 def test_impossible_layout_fails_at_start_up(snake, workspace):
     p = snake("-n", "mpifuse", "--configfile", "config/config.yaml",
-              _overlay(workspace, {"mpifuse": {"nodes": [1, 30]}}), check=False, timeout=300)
+              _overlay(workspace, {"mpifuse": {"nodes": [1, 80]}}), check=False, timeout=300)
     assert p.returncode != 0
-    assert "mpifuse.nodes[1]: impossible layout, 30 system nodes + 1 driver node = 31" in p.stdout + p.stderr
+    assert "mpifuse.nodes[1]: impossible layout, 80 system nodes + 1 driver node = 81" in p.stdout + p.stderr
 
 
 def test_local_plan_is_the_scaled_matrix(snake):

@@ -403,7 +403,11 @@ class Bench:
                         ("meta_time_s", "fs_meta_time", "s"), ("open_calls", "fs_open_calls", "count"),
                         ("read_calls", "fs_read_calls", "count"), ("mpi_get_calls", "fs_get_calls", "count"),
                         ("bytes_fetched_remote", "fs_get_bytes", "B"), ("bcast_calls", "fs_bcast_calls", "count"),
-                        ("source_read_calls", "fs_source_read_calls", "count")):
+                        ("source_read_calls", "fs_source_read_calls", "count"),
+                        # bcast on demand: time in the lockstep barriers (part of fs_bcast_time) and
+                        # time the stream waited for this node's own reader (not in fs_bcast_time)
+                        ("bcast_sync_time_s", "fs_bcast_sync_time", "s"),
+                        ("bcast_demand_wait_time_s", "fs_bcast_demand_wait_time", "s")):
                     if key in st:
                         m.append(rawio.metric(metric_name, st[key], unit, **lab))
         else:
