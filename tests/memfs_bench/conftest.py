@@ -11,13 +11,11 @@ skipped only with ``--quick`` (REPRO_QUICK=1).
 
 from __future__ import annotations
 
-import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from .mtc_testlib import HERE, REPO, assert_clean, iozone_bin, missing_cluster_prereq
+from .mtc_testlib import REPO, assert_clean, iozone_bin, missing_cluster_prereq
 
 
 @pytest.fixture(scope="session")

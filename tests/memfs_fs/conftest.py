@@ -8,7 +8,6 @@ only if /dev/fuse, fusermount3 or memcached is missing.
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time

@@ -3,7 +3,6 @@ server makes I/O fail with EIO within a bounded time; no hang, and never
 wrong bytes (a missing stripe is EIO, not zeros, not a short file)."""
 import errno
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -1,6 +1,5 @@
 """Slow MemFS tests (skipped with --quick): stripe-size
 sweep with odd buffer/thread settings, and 128 MiB files through 4 mounts."""
-import os
 import threading
 
 import pytest

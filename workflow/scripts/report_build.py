@@ -186,7 +186,7 @@ def main() -> None:
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>{esc(args.title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{esc(args.title)}</h1>",
-        f"<p class=muted>Generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC} from commit "
+        f"<p class=muted>Generated {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M UTC} from commit "
         f"<code>{esc(provenance.git_sha())}</code> on <code>{esc(provenance.host())}</code>, "
         f"scale <b>{esc(args.scale)}</b>. Every reproduced number below is read from the run's raw files "
         "under <code>results/</code>; published values come from <code>paper/published/</code> and are "

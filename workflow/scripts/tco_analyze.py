@@ -16,16 +16,20 @@ from repro import claims, rawio, tidy
 STUDY = "tco"
 
 
-def published(pub: pd.DataFrame, quantity: str, platform: str = "", fleet: str = "") -> float | None:
+def _pub_row(pub: pd.DataFrame, quantity: str, platform: str = "", fleet: str = ""):
     sel = pub[(pub.quantity == quantity) & (pub.platform.fillna("") == platform)
               & (pub.fleet.fillna("").astype(str).str.replace(".0", "", regex=False) == str(fleet))]
-    return float(sel.value.iloc[0]) if len(sel) else None
+    return sel.iloc[0] if len(sel) else None
+
+
+def published(pub: pd.DataFrame, quantity: str, platform: str = "", fleet: str = "") -> float | None:
+    row = _pub_row(pub, quantity, platform, fleet)
+    return None if row is None else float(row.value)
 
 
 def pub_source(pub: pd.DataFrame, quantity: str, platform: str = "", fleet: str = "") -> str:
-    sel = pub[(pub.quantity == quantity) & (pub.platform.fillna("") == platform)
-              & (pub.fleet.fillna("").astype(str).str.replace(".0", "", regex=False) == str(fleet))]
-    return str(sel.source.iloc[0]) if len(sel) else ""
+    row = _pub_row(pub, quantity, platform, fleet)
+    return "" if row is None else str(row.source)
 
 
 def main() -> None:

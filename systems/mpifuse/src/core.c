@@ -457,83 +457,221 @@ static void *load_thread(void *arg)
 /* broadcast stream                                                    */
 /* ------------------------------------------------------------------ */
 
-static void bcast_wait(mfs_t *m, struct fentry *e, MPI_Request *req, uint64_t b, int root)
+/*
+ * Two ways to pace the stream (see README, "bcast"):
+ *
+ *  - streaming (default): blocks are posted in order up to bcast_depth ahead,
+ *    regardless of what the local readers ask for;
+ *  - on demand (bcast_on_demand=1): this rank posts block b only once a local
+ *    reader has asked for a byte in block b-(depth-1) or beyond (depth 1 =
+ *    lockstep), so the stream moves at the pace of the slowest reader, as the
+ *    paper's Naive design with one MPI_Bcast per read(). The order of the
+ *    broadcasts stays fixed and they are still posted by this thread, never
+ *    inside read(). A rank that never opened the file, or whose last local
+ *    handle was closed, does not gate (it posts freely), so it cannot stall
+ *    the others. With bcast_sync=barrier every block is preceded by an
+ *    MPI_Ibarrier, which makes "every rank's reader reached block b" explicit
+ *    instead of relying on the transport's rendezvous protocol.
+ */
+
+/* may this rank start block b now? (e->mu held) */
+static int gate_open(mfs_t *m, struct fentry *e, uint64_t b)
 {
-	uint64_t t0 = mfs_now_ns();
-	uint64_t deadline = t0 + (uint64_t)(m->o.timeout * 1e9);
-	int spins = 0;
-	for (;;) {
-		int flag = 0;
-		MLOCK(m);
-		MPI_Test(req, &flag, MPI_STATUS_IGNORE);
-		MUNLOCK(m);
-		if (flag)
-			break;
-		if (++spins < 64) {
-			sched_yield();
-			continue;
+	if (!m->o.bcast_on_demand || e->released || e->holders <= 0)
+		return 1;
+	if (e->demand == 0)
+		return 0;
+	uint64_t maxblk = (e->demand - 1) / m->o.block;
+	return b <= maxblk + (uint64_t)(m->o.bcast_depth - 1);
+}
+
+static int mpi_test(mfs_t *m, MPI_Request *r)
+{
+	int flag = 0;
+	MLOCK(m);
+	MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+	MUNLOCK(m);
+	return flag;
+}
+
+struct stream {
+	struct fentry *e;
+	mfs_t *m;
+	uint64_t B, nb, W;
+	int od, sync;
+	uint64_t tmo;
+	MPI_Request *reqs;
+	MPI_Request bar;
+	int bar_on;
+	uint64_t bar_t0;
+	int fd;
+	uint64_t b;        /* next block to start */
+	uint64_t head;     /* oldest block not yet complete */
+	uint64_t progress; /* last post or completion of a broadcast */
+	int spins;
+};
+
+static int block_root(struct stream *s, uint64_t b)
+{
+	return s->m->o.bcast_rr ? (int)(b % (uint64_t)s->m->nranks) : 0;
+}
+
+/* the root reads block b from the source; everybody posts its MPI_Ibcast.
+ * Returns the nanoseconds spent reading the source. */
+static uint64_t post_block(struct stream *s)
+{
+	mfs_t *m = s->m;
+	struct fentry *e = s->e;
+	uint64_t b = s->b, off = b * s->B, rd = 0;
+	uint64_t len = e->size - off < s->B ? e->size - off : s->B;
+	int root = block_root(s, b);
+	if (root == m->rank) {
+		uint64_t t0 = mfs_now_ns();
+		if (s->fd < 0) {
+			s->fd = openat(m->srcfd, e->path, O_RDONLY | O_CLOEXEC);
+			if (s->fd < 0)
+				mfs_fatal(m, "bcast root cannot open %s in the source: %s", e->path, strerror(errno));
 		}
-		usleep(20);
-		if ((spins & 255) == 0 && mfs_now_ns() > deadline)
-			mfs_fatal(m, "timeout after %.0f s waiting for MPI_Ibcast of block %llu of %s (root rank %d)",
-				  m->o.timeout, (unsigned long long)b, e->path, root);
+		int rc = pread_full(m, s->fd, e->bbuf.p + off, len, off, NULL);
+		if (rc)
+			mfs_fatal(m, "bcast root cannot read block %llu of %s: %s", (unsigned long long)b, e->path,
+				  strerror(-rc));
+		rd = mfs_now_ns() - t0;
 	}
-	SADD(m, bcast_ns, mfs_now_ns() - t0);
+	MLOCK(m);
+	MPI_Ibcast(e->bbuf.p + off, (int)len, MPI_BYTE, root, e->bcomm, &s->reqs[b % s->W]);
+	MUNLOCK(m);
+	SADD(m, bcast_calls, 1);
+	SADD(m, bcast_bytes, len);
+	s->b++;
+	return rd;
+}
+
+enum { ST_DONE = 0, ST_MPI, ST_SYNC, ST_DEMAND };
+
+/* One step of the stream; says what the time it took was spent on and
+ * returns the source-read time (not broadcast time) in *rd. */
+static int stream_step(struct stream *s, uint64_t *rd)
+{
+	mfs_t *m = s->m;
+	struct fentry *e = s->e;
+	*rd = 0;
+	if (s->head >= s->nb)
+		return ST_DONE;
+	/* 1. start block b: gate (on demand), barrier (lockstep sync), broadcast */
+	if (s->b < s->nb && s->b - s->head < s->W) {
+		int go = s->bar_on; /* a posted barrier must complete, gate or not */
+		if (!go) {
+			pthread_mutex_lock(&e->mu);
+			go = gate_open(m, e, s->b);
+			pthread_mutex_unlock(&e->mu);
+		}
+		if (go && s->sync) {
+			if (!s->bar_on) {
+				MLOCK(m);
+				MPI_Ibarrier(e->bcomm, &s->bar);
+				MUNLOCK(m);
+				s->bar_on = 1;
+				s->bar_t0 = mfs_now_ns();
+				SADD(m, bcast_sync_calls, 1);
+			}
+			go = mpi_test(m, &s->bar);
+			if (go)
+				s->bar_on = 0;
+			else if (s->head >= s->b)
+				goto wait; /* only the barrier is outstanding */
+		}
+		if (go) {
+			*rd = post_block(s);
+			s->progress = mfs_now_ns();
+			s->spins = 0;
+			return s->sync ? ST_SYNC : ST_MPI;
+		}
+	}
+	/* 2. complete the oldest outstanding broadcast */
+	if (s->head < s->b) {
+		if (mpi_test(m, &s->reqs[s->head % s->W])) {
+			s->head++;
+			uint64_t av = s->head * s->B;
+			pthread_mutex_lock(&e->mu);
+			e->avail = av > e->size ? e->size : av;
+			pthread_cond_broadcast(&e->cv);
+			pthread_mutex_unlock(&e->mu);
+			s->progress = mfs_now_ns();
+			s->spins = 0;
+			return ST_MPI;
+		}
+	}
+wait:
+	/* 3. nothing moved */
+	if (s->head < s->b || s->bar_on) {
+		uint64_t now = mfs_now_ns();
+		if (s->bar_on && now - s->bar_t0 > s->tmo)
+			mfs_fatal(m, "timeout after %.0f s in the lockstep barrier before block %llu of %s (on-demand "
+				  "broadcast: another rank's reader has not asked for this block, or a peer rank is gone)",
+				  m->o.timeout, (unsigned long long)s->b, e->path);
+		if (s->head < s->b && now - s->progress > s->tmo)
+			mfs_fatal(m, "timeout after %.0f s waiting for MPI_Ibcast of block %llu of %s (root rank %d)%s",
+				  m->o.timeout, (unsigned long long)s->head, e->path, block_root(s, s->head),
+				  s->od ? " (on-demand broadcast: a peer rank's reader has not asked for this block, "
+					  "or a peer rank is gone)" : "");
+		if (++s->spins < 64)
+			sched_yield();
+		else
+			usleep(20);
+		return s->bar_on && s->head >= s->b ? ST_SYNC : ST_MPI;
+	}
+	/* gated: nothing outstanding and no local reader has asked for block b
+	 * yet. No abort here: a reader may legitimately keep the file open
+	 * without reading; a peer rank that waits for this one times out in its
+	 * own broadcast or barrier wait (loudly). Closing the last local handle,
+	 * a new request or the coordinator freeing the file opens the gate. */
+	pthread_mutex_lock(&e->mu);
+	while (!gate_open(m, e, s->b))
+		cv_wait(&e->dcv, &e->mu, 0.5);
+	pthread_mutex_unlock(&e->mu);
+	s->progress = mfs_now_ns();
+	return ST_DEMAND;
 }
 
 static void *stream_thread(void *arg)
 {
 	struct fentry *e = arg;
 	mfs_t *m = e->m;
-	uint64_t B = m->o.block;
-	uint64_t nb = (e->size + B - 1) / B;
-	int W = m->o.bcast_depth;
-	MPI_Request *reqs = calloc((size_t)W, sizeof(MPI_Request));
-	uint64_t *blk = calloc((size_t)W, sizeof(uint64_t));
-	int fd = -1;
-	uint64_t head = 0; /* oldest outstanding block */
-	for (uint64_t b = 0; b < nb || head < nb;) {
-		if (b < nb && b - head < (uint64_t)W) {
-			int root = m->o.bcast_rr ? (int)(b % (uint64_t)m->nranks) : 0;
-			uint64_t off = b * B;
-			uint64_t len = e->size - off < B ? e->size - off : B;
-			if (root == m->rank) {
-				if (fd < 0) {
-					fd = openat(m->srcfd, e->path, O_RDONLY | O_CLOEXEC);
-					if (fd < 0)
-						mfs_fatal(m, "bcast root cannot open %s in the source: %s", e->path,
-							  strerror(errno));
-				}
-				int rc = pread_full(m, fd, e->bbuf.p + off, len, off, NULL);
-				if (rc)
-					mfs_fatal(m, "bcast root cannot read block %llu of %s: %s",
-						  (unsigned long long)b, e->path, strerror(-rc));
-			}
-			uint64_t t0 = mfs_now_ns();
-			MLOCK(m);
-			MPI_Ibcast(e->bbuf.p + off, (int)len, MPI_BYTE, root, e->bcomm, &reqs[b % (uint64_t)W]);
-			MUNLOCK(m);
-			SADD(m, bcast_ns, mfs_now_ns() - t0);
-			SADD(m, bcast_calls, 1);
-			SADD(m, bcast_bytes, len);
-			blk[b % (uint64_t)W] = b;
-			b++;
-			continue;
+	struct stream s;
+	memset(&s, 0, sizeof(s));
+	s.e = e;
+	s.m = m;
+	s.B = m->o.block;
+	s.nb = (e->size + s.B - 1) / s.B;
+	s.W = (uint64_t)m->o.bcast_depth;
+	s.od = m->o.bcast_on_demand;
+	s.sync = s.od && m->o.bcast_sync > 0;
+	s.tmo = (uint64_t)(m->o.timeout * 1e9);
+	s.reqs = calloc(s.W, sizeof(MPI_Request));
+	if (!s.reqs)
+		mfs_fatal(m, "out of memory");
+	s.bar = MPI_REQUEST_NULL;
+	s.fd = -1;
+	s.progress = mfs_now_ns();
+	for (;;) {
+		uint64_t t0 = mfs_now_ns(), rd = 0;
+		int st = stream_step(&s, &rd);
+		if (st == ST_DONE)
+			break;
+		uint64_t dt = mfs_now_ns() - t0;
+		dt = dt > rd ? dt - rd : 0;
+		if (st == ST_DEMAND) {
+			SADD(m, bcast_demand_wait_ns, dt);
+		} else {
+			SADD(m, bcast_ns, dt);
+			if (st == ST_SYNC)
+				SADD(m, bcast_sync_ns, dt);
 		}
-		/* window full or everything posted: complete the oldest block */
-		int root = m->o.bcast_rr ? (int)(head % (uint64_t)m->nranks) : 0;
-		bcast_wait(m, e, &reqs[head % (uint64_t)W], blk[head % (uint64_t)W], root);
-		head++;
-		uint64_t av = head * B;
-		pthread_mutex_lock(&e->mu);
-		e->avail = av > e->size ? e->size : av;
-		pthread_cond_broadcast(&e->cv);
-		pthread_mutex_unlock(&e->mu);
 	}
-	if (fd >= 0)
-		close(fd);
-	free(reqs);
-	free(blk);
+	if (s.fd >= 0)
+		close(s.fd);
+	free(s.reqs);
 	MLOCK(m);
 	MPI_Comm_free(&e->bcomm);
 	MUNLOCK(m);
@@ -591,6 +729,7 @@ static void do_create(mfs_t *m, uint64_t id, const char *path, uint64_t size, in
 	pthread_cond_init(&e->cv, NULL);
 	pthread_mutex_init(&e->rmu, NULL);
 	pthread_cond_init(&e->rcv, NULL);
+	pthread_cond_init(&e->dcv, NULL);
 	vlog(m, "create id %llu %s size %llu", (unsigned long long)id, path, (unsigned long long)size);
 
 	if (m->mode == M_OSR || m->mode == M_REFINED) {
@@ -649,6 +788,18 @@ static void do_create(mfs_t *m, uint64_t id, const char *path, uint64_t size, in
 		MPI_Comm_set_errhandler(e->bcomm, MPI_ERRORS_ARE_FATAL);
 		MUNLOCK(m);
 		wd_end(m, wd);
+		/* opens of this file in flight on this rank hold it from the start,
+		 * so that an on-demand stream never begins ungated (acquire() knows
+		 * by held_id that its open was counted here) */
+		pthread_mutex_lock(&m->pend_mu);
+		for (struct pend *p = m->pends; p; p = p->next) {
+			if (!p->done && !p->held_id && p->path && p->size == size && p->mtime_ns == mtime &&
+			    !strcmp(p->path, path)) {
+				p->held_id = id;
+				e->holders++;
+			}
+		}
+		pthread_mutex_unlock(&m->pend_mu);
 		tab_insert(m, e);
 		if (spawn(&e->stream, stream_thread, e) != 0)
 			mfs_fatal(m, "cannot create a stream thread");
@@ -683,6 +834,7 @@ static void entry_release_memory(mfs_t *m, struct fentry *e)
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->rmu);
 	pthread_cond_destroy(&e->rcv);
+	pthread_cond_destroy(&e->dcv);
 	free(e);
 	SADD(m, files_freed, 1);
 }
@@ -698,7 +850,10 @@ static void do_free(mfs_t *m, uint64_t id)
 		fprintf(stderr, "mpifuse: rank %d: warning: freeing %s with %d local opens\n", m->rank, e->path,
 			e->local_opens);
 	if (m->mode == M_BCAST) {
+		/* nobody holds it any more (on demand: stop gating, run to the end) */
 		pthread_mutex_lock(&e->mu);
+		e->released = 1;
+		pthread_cond_broadcast(&e->dcv);
 		int done = e->stream_done;
 		pthread_mutex_unlock(&e->mu);
 		if (!done) { /* the stream must run to its end on every rank */
@@ -1184,11 +1339,14 @@ static int acquire(mfs_t *m, const char *path, struct stat *st, struct fentry **
 	struct pend p;
 	memset(&p, 0, sizeof(p));
 	p.req = atomic_fetch_add(&m->next_req, 1) + 1;
+	int64_t mt = (int64_t)st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec;
+	p.path = path;
+	p.size = (uint64_t)st->st_size;
+	p.mtime_ns = mt;
 	pthread_mutex_lock(&m->pend_mu);
 	p.next = m->pends;
 	m->pends = &p;
 	pthread_mutex_unlock(&m->pend_mu);
-	int64_t mt = (int64_t)st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec;
 	send_msg(m, 0, MT_ACQ, 0, p.req, (uint64_t)st->st_size, mt, 0, path);
 	pthread_mutex_lock(&m->pend_mu);
 	uint64_t t0 = mfs_now_ns();
@@ -1212,6 +1370,16 @@ static int acquire(mfs_t *m, const char *path, struct stat *st, struct fentry **
 			(unsigned long long)p.id, path);
 		send_msg(m, 0, MT_REL, p.id, 0, 0, 0, 0, NULL);
 		return -EIO;
+	}
+	if (m->mode == M_BCAST) {
+		/* a hold counted at CREATE (held_id) is this open's; a hold counted
+		 * on another entry of the same key belongs to an entry that has been
+		 * freed since (released: it no longer gates) */
+		pthread_mutex_lock(&e->mu);
+		if (p.held_id != e->id)
+			e->holders++;
+		pthread_cond_broadcast(&e->dcv);
+		pthread_mutex_unlock(&e->mu);
 	}
 	pthread_mutex_lock(&e->rmu);
 	e->local_opens++;
@@ -1315,6 +1483,12 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 		pthread_mutex_lock(&e->rmu);
 		e->local_opens--;
 		pthread_mutex_unlock(&e->rmu);
+		if (m->mode == M_BCAST) { /* the last local handle: stop gating */
+			pthread_mutex_lock(&e->mu);
+			e->holders--;
+			pthread_cond_broadcast(&e->dcv);
+			pthread_mutex_unlock(&e->mu);
+		}
 		send_msg(m, 0, MT_REL, id, 0, 0, 0, 0, NULL);
 	}
 	free(h->data);
@@ -1519,6 +1693,11 @@ static int bcast_read(mfs_t *m, struct fentry *e, char *buf, size_t size, uint64
 {
 	uint64_t need = off + size;
 	pthread_mutex_lock(&e->mu);
+	if (need > e->demand) { /* on demand: this request lets the stream move on */
+		e->demand = need;
+		if (m->o.bcast_on_demand)
+			pthread_cond_broadcast(&e->dcv);
+	}
 	if (e->avail < need) {
 		uint64_t t0 = mfs_now_ns(), tp = t0, last = e->avail;
 		while (e->avail < need) {
@@ -1529,9 +1708,11 @@ static int bcast_read(mfs_t *m, struct fentry *e, char *buf, size_t size, uint64
 				tp = now;
 			} else if ((double)(now - tp) / 1e9 > m->o.timeout) {
 				mfs_fatal(m, "timeout after %.0f s without progress waiting for bytes [%llu,%llu) of %s "
-					  "to arrive by broadcast (have %llu)",
+					  "to arrive by broadcast (have %llu)%s",
 					  m->o.timeout, (unsigned long long)off, (unsigned long long)need, e->path,
-					  (unsigned long long)e->avail);
+					  (unsigned long long)e->avail,
+					  m->o.bcast_on_demand ? " (on-demand broadcast: every rank that holds the file "
+								 "open must ask for these bytes too)" : "");
 			}
 		}
 		SADD(m, read_wait_ns, mfs_now_ns() - t0);
@@ -1851,6 +2032,9 @@ int mpifuse_start(MPI_Comm comm, const char *mode, const char *source, const cha
 		rc = -EINVAL;
 	} else if (mfs_parse_opts(&m->o, options, err, sizeof(err))) {
 		rc = -EINVAL;
+	} else if (m->mode == M_BCAST && m->o.bcast_sync > 0 && !m->o.bcast_on_demand) {
+		snprintf(err, sizeof(err), "bcast_sync=barrier needs bcast_on_demand=1");
+		rc = -EINVAL;
 	} else if (m->thread_level < MPI_THREAD_SERIALIZED) {
 		snprintf(err, sizeof(err), "MPI thread level %s is insufficient (need SERIALIZED or MULTIPLE)",
 			 mfs_level_name(m->thread_level));
@@ -1873,6 +2057,8 @@ int mpifuse_start(MPI_Comm comm, const char *mode, const char *source, const cha
 				snprintf(m->mountpoint, sizeof(m->mountpoint), "%s", rp);
 		}
 	}
+	if (rc == 0 && m->o.bcast_sync < 0) /* auto: on demand paces with an explicit barrier */
+		m->o.bcast_sync = m->o.bcast_on_demand;
 	if (rc)
 		fprintf(stderr, "mpifuse: rank %d: %s\n", m->rank, err);
 	int all = agree(m, rc);

@@ -33,7 +33,8 @@ static void usage(FILE *f)
 		"rank's mount is unmounted (fusermount3 -u); then every rank unmounts.\n"
 		"Options (-o): see README.md (max_read, threads, keep_cache, splice,\n"
 		"timeout, linger, idle_cache, mem_cap, spool, chunk, cache, block,\n"
-		"bcast_root=0|rr, bcast_depth, attr_timeout, allow_other, readahead_kb,\n"
+		"bcast_root=0|rr, bcast_depth, bcast_on_demand, bcast_sync=auto|barrier|none,\n"
+		"attr_timeout, allow_other, readahead_kb,\n"
 		"poll_us, align, verbose).\n");
 }
 

@@ -36,7 +36,12 @@ struct mfs_opts {
 	uint64_t cache;         /* osr-refined fetched-chunk cache per file     */
 	uint64_t block;         /* bcast block size                             */
 	int bcast_rr;           /* bcast: round-robin roots by block            */
-	int bcast_depth;        /* bcast: outstanding MPI_Ibcast per stream     */
+	int bcast_depth;        /* bcast: outstanding MPI_Ibcast per stream;
+	                         * on demand also the look-ahead (1 = lockstep) */
+	int bcast_on_demand;    /* bcast: post block b only once a local reader
+	                         * requested a byte in block >= b-(depth-1)     */
+	int bcast_sync;         /* bcast on demand: MPI_Ibarrier before each block
+	                         * (-1 auto = on when on demand)               */
 	double attr_timeout;    /* kernel attribute/entry cache timeout         */
 	int allow_other;
 	long readahead_kb;      /* -1: leave alone, 0: auto (4 x max_read)      */
@@ -53,6 +58,7 @@ struct mfs_stats {
 	_Atomic uint64_t get_calls, get_ns, get_bytes;
 	_Atomic uint64_t meta_ns;
 	_Atomic uint64_t bcast_calls, bcast_bytes, bcast_ns;
+	_Atomic uint64_t bcast_sync_calls, bcast_sync_ns, bcast_demand_wait_ns;
 	_Atomic uint64_t cache_hits, cache_misses, cache_evictions;
 	_Atomic uint64_t files_created, files_freed;
 	_Atomic uint64_t reset_ns;
@@ -112,6 +118,11 @@ struct fentry {
 	pthread_t stream;
 	int stream_started, stream_done;
 	uint64_t avail;        /* bytes [0, avail) have arrived                  */
+	/* bcast on demand (all under mu; dcv wakes the stream thread)           */
+	pthread_cond_t dcv;
+	uint64_t demand;       /* end of the furthest byte any local reader asked for */
+	int holders;           /* local handles open + opens in flight (pend matched) */
+	int released;          /* freed by the coordinator / teardown: never gate     */
 	void *m;               /* owning instance                                */
 };
 
@@ -139,6 +150,12 @@ struct pend {
 	uint64_t id;
 	int status;
 	int done;
+	/* the open in flight (bcast on demand: a CREATE of this key counts it
+	 * as a holder at once, so the stream never starts ungated) */
+	const char *path;
+	uint64_t size;
+	int64_t mtime_ns;
+	uint64_t held_id;      /* entry that already counted this open, 0 none */
 };
 
 #define WD_SLOTS 256

@@ -61,6 +61,8 @@ void mfs_default_opts(struct mfs_opts *o)
 	o->block = 4 << 20;
 	o->bcast_rr = 0;
 	o->bcast_depth = 4;
+	o->bcast_on_demand = 0;
+	o->bcast_sync = -1; /* auto: barrier when on demand, resolved in mpifuse_start */
 	o->attr_timeout = 1.0;
 	o->allow_other = 0;
 	o->readahead_kb = 0;
@@ -135,6 +137,7 @@ int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errle
 		SIZEOPT("cache", cache, 0)
 		SIZEOPT("block", block, 1)
 		SIZEOPT("bcast_depth", bcast_depth, 1)
+		BOOLOPT("bcast_on_demand", bcast_on_demand)
 		DBLOPT("attr_timeout", attr_timeout)
 		BOOLOPT("allow_other", allow_other)
 		SIZEOPT("poll_us", poll_us, 1)
@@ -153,6 +156,15 @@ int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errle
 				o->bcast_rr = 0;
 			else if (!strcmp(val, "rr"))
 				o->bcast_rr = 1;
+			else
+				bad = 1;
+		} else if (!strcmp(tok, "bcast_sync")) {
+			if (!strcmp(val, "barrier"))
+				o->bcast_sync = 1;
+			else if (!strcmp(val, "none"))
+				o->bcast_sync = 0;
+			else if (!strcmp(val, "auto"))
+				o->bcast_sync = -1;
 			else
 				bad = 1;
 		} else if (!strcmp(tok, "spool")) {
@@ -175,6 +187,10 @@ int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errle
 	}
 	if (rc == 0 && o->block > (1ull << 30)) {
 		snprintf(err, errlen, "block must be <= 1 GiB");
+		rc = -1;
+	}
+	if (rc == 0 && o->bcast_depth > 1024) {
+		snprintf(err, errlen, "bcast_depth must be <= 1024");
 		rc = -1;
 	}
 	if (rc == 0 && o->timeout < 1.0) {
@@ -284,6 +300,11 @@ int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
 	jp(&j, "\"global_mpi_lock\":%s,", m->serialized ? "true" : "false");
 	jp(&j, "\"fuse_threads\":%s,", m->o.threads ? "true" : "false");
 	jp(&j, "\"max_read\":%zu,", m->o.max_read);
+	if (m->mode == M_BCAST) {
+		jp(&j, "\"bcast_block\":%llu,\"bcast_depth\":%d,", (unsigned long long)m->o.block, m->o.bcast_depth);
+		jp(&j, "\"bcast_on_demand\":%s,", m->o.bcast_on_demand ? "true" : "false");
+		jstr(&j, "bcast_sync", m->o.bcast_on_demand && m->o.bcast_sync > 0 ? "barrier" : "none");
+	}
 	jp(&j, "\"since_reset_s\":%.6f,", (double)(mfs_now_ns() - atomic_load(&s->reset_ns)) / 1e9);
 	U("bytes_read_source", bytes_read_source);
 	U("source_read_calls", source_read_calls);
@@ -301,6 +322,9 @@ int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
 	U("bcast_calls", bcast_calls);
 	U("bcast_bytes", bcast_bytes);
 	T("bcast_time_s", bcast_ns);
+	U("bcast_sync_calls", bcast_sync_calls);
+	T("bcast_sync_time_s", bcast_sync_ns);
+	T("bcast_demand_wait_time_s", bcast_demand_wait_ns);
 	U("cache_hits", cache_hits);
 	U("cache_misses", cache_misses);
 	U("cache_evictions", cache_evictions);
