@@ -19,21 +19,37 @@ STUDY_REPORT["cloudcost"] = {
     "claims": CLOUDCOST_OUT["claims"],
     "measurements": CLOUDCOST_OUT["measurements"],
     "figures": [
-        {"path": CLOUDCOST_OUT["figure7"], "caption": "Figure 7: cumulative and monthly cost, cloud vs three on-premises tiers (assumed prices)"},
+        {
+            "path": CLOUDCOST_OUT["figure7"],
+            "caption": "Figure 7: cumulative and monthly cost, cloud vs three on-premises tiers (assumed prices)",
+        },
     ],
     "tables": [
-        {"path": CLOUDCOST_OUT["break_even"], "caption": "CapEx, OpEx and the month from which each on-premises tier is cheaper"},
-        {"path": CLOUDCOST_OUT["inputs"], "caption": "Every price input with its source (all assumptions: the paper omits Tables 6 and 7)"},
+        {
+            "path": CLOUDCOST_OUT["break_even"],
+            "caption": "CapEx, OpEx and the month from which each on-premises tier is cheaper",
+        },
+        {
+            "path": CLOUDCOST_OUT["inputs"],
+            "caption": "Every price input with its source (all assumptions: the paper omits Tables 6 and 7)",
+        },
     ],
     "stand_ins": [],
-    "expected_times": {'setup_local': 'none beyond ./repro setup', 'run_local': '< 10 s', 'analysis_local': '< 10 s', 'run_cluster': '< 1 min (one small job)'},
-    "benchmarks": [bench_log("cloudcost", "cloudcost_model"), bench_log("cloudcost", "cloudcost_analyze"), bench_log("cloudcost", "cloudcost_figure7")],
+    "expected_times": {
+        "setup_local": "none beyond ./repro setup",
+        "run_local": "< 10 s",
+        "analysis_local": "< 10 s",
+        "run_cluster": "< 1 min (one small job)",
+    },
+    "benchmarks": [
+        bench_log("cloudcost", "cloudcost_model"),
+        bench_log("cloudcost", "cloudcost_analyze"),
+        bench_log("cloudcost", "cloudcost_figure7"),
+    ],
 }
 
 
 rule cloudcost_model:
-    benchmark:
-        bench_log("cloudcost", "cloudcost_model")
     input:
         analysis_image_input(),
         code=f"{SCRIPTS}/cloudcost_model.py",
@@ -43,20 +59,20 @@ rule cloudcost_model:
         inputs=CLOUDCOST_OUT["inputs"],
     log:
         "results/cloudcost/log/model.log",
-    params:
-        cfg=lambda wc: study_json("cloudcost"),
-    resources:
-        **analysis_resources(),
+    benchmark:
+        bench_log("cloudcost", "cloudcost_model")
     container:
         ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        cfg=lambda wc: study_json("cloudcost"),
     shell:
-        "{PY} {SCRIPTS}/cloudcost_model.py --params {params.cfg} --raw {output.raw}"
+        "python3 workflow/scripts/cloudcost_model.py --params {params.cfg} --raw {output.raw}"
         " --series {output.series} --inputs {output.inputs} > {log} 2>&1"
 
 
 rule cloudcost_analyze:
-    benchmark:
-        bench_log("cloudcost", "cloudcost_analyze")
     input:
         analysis_image_input(),
         code=f"{SCRIPTS}/cloudcost_analyze.py",
@@ -69,22 +85,22 @@ rule cloudcost_analyze:
         claims=CLOUDCOST_OUT["claims"],
     log:
         "results/cloudcost/log/analyze.log",
-    params:
-        tier=config["cloudcost"].get("claim_tier", "standard"),
-    resources:
-        **analysis_resources(),
+    benchmark:
+        bench_log("cloudcost", "cloudcost_analyze")
     container:
         ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        tier=config["cloudcost"].get("claim_tier", "standard"),
     shell:
-        "{PY} {SCRIPTS}/cloudcost_analyze.py --raw {input.raw} --series {input.series}"
+        "python3 workflow/scripts/cloudcost_analyze.py --raw {input.raw} --series {input.series}"
         " --inputs {input.inputs} --claim-tier {params.tier}"
         " --measurements {output.measurements} --break-even {output.break_even}"
         " --claims {output.claims} > {log} 2>&1"
 
 
 rule cloudcost_figure7:
-    benchmark:
-        bench_log("cloudcost", "cloudcost_figure7")
     input:
         analysis_image_input(),
         code=f"{SCRIPTS}/cloudcost_figure7.py",
@@ -94,14 +110,16 @@ rule cloudcost_figure7:
         CLOUDCOST_OUT["figure7"],
     log:
         "results/cloudcost/log/figure7.log",
-    params:
-        currency=config["cloudcost"].get("currency", "USD"),
-    resources:
-        **analysis_resources(),
+    benchmark:
+        bench_log("cloudcost", "cloudcost_figure7")
     container:
         ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        currency=config["cloudcost"].get("currency", "USD"),
     shell:
-        "{PY} {SCRIPTS}/cloudcost_figure7.py --series {input.series} --break-even {input.break_even}"
+        "python3 workflow/scripts/cloudcost_figure7.py --series {input.series} --break-even {input.break_even}"
         " --currency {params.currency} --out {output} > {log} 2>&1"
 
 

@@ -25,7 +25,6 @@ config.update(_validated)
 SCALE = config["scale"]
 LAUNCHER = config["launcher"]  # local | slurm
 ALLOW_INCOMPLETE = config["allow_incomplete"]
-PY = "python3"
 SCRIPTS = "workflow/scripts"
 STUDY_NAMES = ["tco", "cloudcost", "mpifuse", "memfs"]
 
@@ -58,7 +57,8 @@ def sif(name):
     return f"{SIF_DIR}/{name}.sif"
 
 
-ANALYSIS_IMAGE = sif("analysis") if USE_APPTAINER else None
+# declared on every analysis rule; used only under --sdm apptainer
+ANALYSIS_IMAGE = sif("analysis")
 
 
 def analysis_image_input():

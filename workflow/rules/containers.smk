@@ -11,13 +11,13 @@ rule build_container:
         f"{SIF_DIR}/{{name}}.sif",
     log:
         "results/containers/log/{name}.log",
+    resources:
+        runtime=90,
+        mem_mb=4000,
     params:
         bootstrap=config["containers"]["bootstrap"],
         mirror=config["containers"]["debian_mirror"],
         cache=config["containers"]["cache_dir"],
-    resources:
-        runtime=90,
-        mem_mb=4000,
     shell:
         "{input.builder} {input.definition} {output} --bootstrap {params.bootstrap}"
         " --mirror {params.mirror} --cache {params.cache} > {log} 2>&1"

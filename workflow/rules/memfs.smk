@@ -169,7 +169,9 @@ def memfs_bench_cmd(exp, extra):
         f" --image {sif('memfs')}" if config["containers"]["use_for_benchmarks"] else ""
     )
     return (
-        "({MPI_ENV}; {PY} "
+        "("
+        + MPI_ENV
+        + "; python3 "
         + SCRIPTS
         + "/memfs_bench.py "
         + exp
@@ -480,7 +482,7 @@ rule memfs_analyze:
     params:
         cfg=memfs_analysis_cfg,
     shell:
-        "{PY} {SCRIPTS}/memfs_analyze.py --expected {input.expected} --cfg {params.cfg}"
+        "python3 workflow/scripts/memfs_analyze.py --expected {input.expected} --cfg {params.cfg}"
         " --published {input.published} --measurements {output.measurements} --summary {output.summary}"
         " --table21 {output.table21} --limit {output.limit} --claims {output.claims} > {log} 2>&1"
 
@@ -507,7 +509,7 @@ rule memfs_figure:
     params:
         cfg=memfs_analysis_cfg,
     shell:
-        "{PY} {SCRIPTS}/memfs_figure2_{wildcards.fig}.py --measurements {input.measurements}"
+        "python3 workflow/scripts/memfs_figure2_{wildcards.fig}.py --measurements {input.measurements}"
         " --cfg {params.cfg} --out {output} > {log} 2>&1"
 
 
@@ -529,7 +531,7 @@ rule memfs_kick_summary:
     params:
         paths=lambda wc: " ".join(memfs_kick_paths()),
     shell:
-        "{PY} {SCRIPTS}/memfs_analyze.py --tidy-only {params.paths} --measurements {output} > {log} 2>&1"
+        "python3 workflow/scripts/memfs_analyze.py --tidy-only {params.paths} --measurements {output} > {log} 2>&1"
 
 
 rule memfs_envelope:

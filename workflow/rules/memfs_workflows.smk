@@ -168,8 +168,9 @@ rule memfs_wf_inputs:
         mem_mb=4000,
     params:
         args=lambda wc: mwf_input_args(wc.app),
+        mwf_env=MWF_ENV,
     shell:
-        "{MWF_ENV} {PY} -m mtcwf.gen_{wildcards.app} --out results/memfs/wf_inputs/{wildcards.app}"
+        "{params.mwf_env} python3 -m mtcwf.gen_{wildcards.app} --out results/memfs/wf_inputs/{wildcards.app}"
         " {params.args} > {log} 2>&1"
 
 
@@ -208,8 +209,10 @@ rule memfs_wf_run:
             if config["containers"]["use_for_benchmarks"]
             else ""
         ),
+        mpi_env=MPI_ENV,
+        mwf_env=MWF_ENV,
     shell:
-        "({MPI_ENV}; {MWF_ENV} {PY} -m mtcwf.run --workflow {wildcards.app}"
+        "({params.mpi_env}; {params.mwf_env} python3 -m mtcwf.run --workflow {wildcards.app}"
         " --inputs results/memfs/wf_inputs/{wildcards.app} --design {wildcards.design}"
         " --nodes {wildcards.n} --tasks-per-node {wildcards.k} --rep {wildcards.rep} --raw {output}"
         " --launcher {params.launcher} --network {params.network} --memfs-opts {params.memfs_opts}"
@@ -247,7 +250,7 @@ rule memfs_wf_tidy:
     resources:
         **analysis_resources(),
     shell:
-        "{PY} {SCRIPTS}/memfs_wf_tidy.py --expected {input.expected} --out {output.measurements}"
+        "python3 workflow/scripts/memfs_wf_tidy.py --expected {input.expected} --out {output.measurements}"
         " --summary {output.summary} > {log} 2>&1"
 
 
@@ -272,7 +275,7 @@ rule memfs_wf_table23:
     params:
         sweeps=lambda wc: shlex.quote(json.dumps(MWF["sweeps"])),
     shell:
-        "{PY} {SCRIPTS}/memfs_wf_table23.py --measurements {input.measurements} --sweeps {params.sweeps}"
+        "python3 workflow/scripts/memfs_wf_table23.py --measurements {input.measurements} --sweeps {params.sweeps}"
         " --published {input.published} --out {output} > {log} 2>&1"
 
 
@@ -298,7 +301,7 @@ rule memfs_wf_figure:
     params:
         sweeps=lambda wc: shlex.quote(json.dumps(MWF["sweeps"])),
     shell:
-        "{PY} {SCRIPTS}/memfs_wf_figure2_{wildcards.fig}.py --measurements {input.measurements}"
+        "python3 workflow/scripts/memfs_wf_figure2_{wildcards.fig}.py --measurements {input.measurements}"
         " --sweeps {params.sweeps} --out {output} > {log} 2>&1"
 
 
@@ -324,7 +327,7 @@ rule memfs_wf_claims:
     params:
         sweeps=lambda wc: shlex.quote(json.dumps(MWF["sweeps"])),
     shell:
-        "{PY} {SCRIPTS}/memfs_wf_claims.py --measurements {input.measurements} --sweeps {params.sweeps}"
+        "python3 workflow/scripts/memfs_wf_claims.py --measurements {input.measurements} --sweeps {params.sweeps}"
         " --published {input.published} --table23 {input.table23} --out {output} > {log} 2>&1"
 
 
@@ -346,8 +349,10 @@ rule memfs_wf_kick_inputs:
         "results/memfs/kick/workflows/inputs/montage/manifest.json",
     log:
         "results/memfs/log/kick_workflows_inputs.log",
+    params:
+        mwf_env=MWF_ENV,
     shell:
-        "{MWF_ENV} {PY} -m mtcwf.gen_montage --out results/memfs/kick/workflows/inputs/montage"
+        "{params.mwf_env} python3 -m mtcwf.gen_montage --out results/memfs/kick/workflows/inputs/montage"
         " --grid 3 --npix 128 > {log} 2>&1"
 
 
@@ -371,8 +376,10 @@ rule memfs_wf_kick_run:
             if config["containers"]["use_for_benchmarks"]
             else ""
         ),
+        mpi_env=MPI_ENV,
+        mwf_env=MWF_ENV,
     shell:
-        "({MPI_ENV}; {MWF_ENV} {PY} -m mtcwf.run --workflow montage"
+        "({params.mpi_env}; {params.mwf_env} python3 -m mtcwf.run --workflow montage"
         " --inputs results/memfs/kick/workflows/inputs/montage --design locality --nodes 2"
         " --tasks-per-node 1 --rep 0 --raw {output} --launcher {params.launcher}"
         " --network {params.network} --memcached-mb 128 --task-timeout 120 {params.image}) > {log} 2>&1"
@@ -404,9 +411,9 @@ rule memfs_measurements:
         "results/memfs/measurements.csv",
     log:
         "results/memfs/log/measurements.log",
-    resources:
-        **analysis_resources(),
     container:
         ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
     shell:
-        "{PY} {input.code} --out {output} {input.parts} > {log} 2>&1"
+        "python3 {input.code} --out {output} {input.parts} > {log} 2>&1"

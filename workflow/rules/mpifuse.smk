@@ -173,7 +173,7 @@ def mf_homefs_wrap(source, nodes):
         return ""
     h = MF["home"]
     return (
-        f"{PY} systems/homefs/homefs.py run --state {h['state_dir']}/$tag --nodes {nodes}"
+        f"python3 systems/homefs/homefs.py run --state {h['state_dir']}/$tag --nodes {nodes}"
         f" --rate-mbit {h['rate_mbit']} --burst {h['burst']} --max-read {h['client_max_read']} --"
     )
 
@@ -223,12 +223,14 @@ rule mpifuse_run:
         wrap=lambda wc: mf_homefs_wrap(wc.source, int(wc.nodes)),
         exec=system_exec("mpifuse"),
         cfg=lambda wc: study_json("mpifuse"),
+        mpi_env=MPI_ENV,
+        launcher_kind=LAUNCHER,
     shell:
-        "({MPI_ENV}; tag=rmf-$$-$RANDOM; rc=0;"
-        " {params.wrap} {params.launch} {params.exec} {PY} {SCRIPTS}/mpifuse_bench.py --config {params.cfg}"
+        "({params.mpi_env}; tag=rmf-$$-$RANDOM; rc=0;"
+        " {params.wrap} {params.launch} {params.exec} python3 workflow/scripts/mpifuse_bench.py --config {params.cfg}"
         " --source {wildcards.source} --nodes {wildcards.nodes} --size {wildcards.size} --rep {wildcards.rep}"
-        " --tag $tag --launcher {LAUNCHER} || rc=$?;"
-        " {params.exec} {PY} {SCRIPTS}/mpifuse_bench.py --finish $rc --config {params.cfg}"
+        " --tag $tag --launcher {params.launcher_kind} || rc=$?;"
+        " {params.exec} python3 workflow/scripts/mpifuse_bench.py --finish $rc --config {params.cfg}"
         " --source {wildcards.source} --nodes {wildcards.nodes} --size {wildcards.size} --rep {wildcards.rep}"
         " --tag $tag --log {log};"
         " exit $rc) > {log} 2>&1"
@@ -254,7 +256,7 @@ rule mpifuse_aggregate:
     params:
         cfg=lambda wc: study_json("mpifuse"),
     shell:
-        "{PY} {SCRIPTS}/mpifuse_aggregate.py --config {params.cfg} --measurements {output.measurements}"
+        "python3 workflow/scripts/mpifuse_aggregate.py --config {params.cfg} --measurements {output.measurements}"
         " --summary {output.summary} --bytes {output.bytes} > {log} 2>&1"
 
 
@@ -277,7 +279,7 @@ rule mpifuse_table1:
     params:
         cfg=lambda wc: study_json("mpifuse"),
     shell:
-        "{PY} {SCRIPTS}/mpifuse_table1.py --config {params.cfg} --measurements {input.measurements}"
+        "python3 workflow/scripts/mpifuse_table1.py --config {params.cfg} --measurements {input.measurements}"
         " --published {input.published} --out {output} > {log} 2>&1"
 
 
@@ -300,7 +302,7 @@ rule mpifuse_ratios:
     params:
         cfg=lambda wc: study_json("mpifuse"),
     shell:
-        "{PY} {SCRIPTS}/mpifuse_ratios.py --config {params.cfg} --measurements {input.measurements}"
+        "python3 workflow/scripts/mpifuse_ratios.py --config {params.cfg} --measurements {input.measurements}"
         " --published {input.published} --out {output} > {log} 2>&1"
 
 
@@ -322,7 +324,7 @@ rule mpifuse_figure3:
     params:
         cfg=lambda wc: study_json("mpifuse"),
     shell:
-        "{PY} {SCRIPTS}/mpifuse_figure3.py --config {params.cfg} --measurements {input.measurements}"
+        "python3 workflow/scripts/mpifuse_figure3.py --config {params.cfg} --measurements {input.measurements}"
         " --out {output} > {log} 2>&1"
 
 
@@ -346,7 +348,7 @@ rule mpifuse_figure4:
     params:
         cfg=lambda wc: study_json("mpifuse"),
     shell:
-        "{PY} {SCRIPTS}/mpifuse_figure4.py --config {params.cfg} --measurements {input.measurements}"
+        "python3 workflow/scripts/mpifuse_figure4.py --config {params.cfg} --measurements {input.measurements}"
         " --published {input.published} --table {output.table} --out {output.figure} > {log} 2>&1"
 
 
@@ -369,7 +371,7 @@ rule mpifuse_figure5:
     params:
         cfg=lambda wc: study_json("mpifuse"),
     shell:
-        "{PY} {SCRIPTS}/mpifuse_figure5.py --config {params.cfg} --measurements {input.measurements}"
+        "python3 workflow/scripts/mpifuse_figure5.py --config {params.cfg} --measurements {input.measurements}"
         " --table {output.table} --out {output.figure} > {log} 2>&1"
 
 
@@ -392,7 +394,7 @@ rule mpifuse_claims:
     params:
         cfg=lambda wc: study_json("mpifuse"),
     shell:
-        "{PY} {SCRIPTS}/mpifuse_claims.py --config {params.cfg} --measurements {input.measurements}"
+        "python3 workflow/scripts/mpifuse_claims.py --config {params.cfg} --measurements {input.measurements}"
         " --published {input.published} --out {output} > {log} 2>&1"
 
 
@@ -415,9 +417,10 @@ rule mpifuse_speed:
         wrap=mf_homefs_wrap(MF["speed"]["source"], max(MF["speed"]["nodes"])),
         exec=system_exec("mpifuse"),
         cfg=lambda wc: study_json("mpifuse"),
+        mpi_env=MPI_ENV,
     shell:
-        "({MPI_ENV}; tag=rmf-$$-$RANDOM;"
-        " {params.wrap} {params.launch} {params.exec} {PY} {SCRIPTS}/mpifuse_speed.py --config {params.cfg}"
+        "({params.mpi_env}; tag=rmf-$$-$RANDOM;"
+        " {params.wrap} {params.launch} {params.exec} python3 workflow/scripts/mpifuse_speed.py --config {params.cfg}"
         " --tag $tag --out {output}) > {log} 2>&1"
 
 
@@ -436,7 +439,7 @@ rule mpifuse_speed_report:
     resources:
         **analysis_resources(),
     shell:
-        "{PY} {SCRIPTS}/mpifuse_speed_report.py --raw {input.raw} --table {output.table}"
+        "python3 workflow/scripts/mpifuse_speed_report.py --raw {input.raw} --table {output.table}"
         " --report {output.report} > {log} 2>&1"
 
 

@@ -32,16 +32,17 @@ rule report_html:
         claims="paper/claims.csv",
     log:
         "results/report/log/report_html.log",
+    container:
+        ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
     params:
         studies=lambda wc: shlex.quote(json.dumps(STUDY_REPORT)),
         title=shlex.quote(config["report"]["title"]),
-    resources:
-        **analysis_resources(),
-    container:
-        ANALYSIS_IMAGE
+        scale=SCALE,
     shell:
-        "{PY} {SCRIPTS}/report_build.py --studies {params.studies} --title {params.title}"
-        " --scale {SCALE} --html {output.html} --claims {output.claims} > {log} 2>&1"
+        "python3 workflow/scripts/report_build.py --studies {params.studies} --title {params.title}"
+        " --scale {params.scale} --html {output.html} --claims {output.claims} > {log} 2>&1"
 
 
 rule report_pdf:
@@ -53,12 +54,12 @@ rule report_pdf:
         "paper/report.pdf",
     log:
         "results/report/log/report_pdf.log",
-    resources:
-        **analysis_resources(),
     container:
         ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
     shell:
-        "{PY} {SCRIPTS}/report_pdf.py --html {input.html} --pdf {output} > {log} 2>&1"
+        "python3 workflow/scripts/report_pdf.py --html {input.html} --pdf {output} > {log} 2>&1"
 
 
 rule report:

@@ -14,9 +14,11 @@ rule smoke_layout_probe:
         launch=lambda wc: mpi_launch(int(wc.n) + 1),
         bcast=config["smoke"]["bcast_mib"],
         fault=lambda wc: config["smoke"]["fail_if_exists"].replace("{n}", wc.n),
+        mpi_env=MPI_ENV,
+        launcher_kind=LAUNCHER,
     shell:
-        "({MPI_ENV}; {params.launch} {PY} {SCRIPTS}/layout_probe.py --nodes {wildcards.n}"
-        " --bcast-mib {params.bcast} --launcher {LAUNCHER} --fail-if-exists={params.fault:q}"
+        "({params.mpi_env}; {params.launch} python3 workflow/scripts/layout_probe.py --nodes {wildcards.n}"
+        " --bcast-mib {params.bcast} --launcher {params.launcher_kind} --fail-if-exists={params.fault:q}"
         " --out {output}) > {log} 2>&1"
 
 

@@ -20,22 +20,41 @@ STUDY_REPORT["tco"] = {
     "claims": TCO_OUT["claims"],
     "measurements": TCO_OUT["measurements"],
     "figures": [
-        {"path": TCO_OUT["figure2"], "caption": "Figure 2: cumulative TCO of the HVAC function for fleets of 1,000 and 5,000 buses; break-even points marked"},
+        {
+            "path": TCO_OUT["figure2"],
+            "caption": "Figure 2: cumulative TCO of the HVAC function for fleets of 1,000 and 5,000 buses; break-even points marked",
+        },
     ],
     "tables": [
-        {"path": TCO_OUT["table1"], "caption": "Table I: CapEx and OpEx for cloud and vehicle execution platform (reproduced beside published)"},
-        {"path": TCO_OUT["lifecycle"], "caption": "TCO over the 8.3-year bus life cycle"},
-        {"path": TCO_OUT["break_even"], "caption": "Break-even periods with and without development costs"},
+        {
+            "path": TCO_OUT["table1"],
+            "caption": "Table I: CapEx and OpEx for cloud and vehicle execution platform (reproduced beside published)",
+        },
+        {
+            "path": TCO_OUT["lifecycle"],
+            "caption": "TCO over the 8.3-year bus life cycle",
+        },
+        {
+            "path": TCO_OUT["break_even"],
+            "caption": "Break-even periods with and without development costs",
+        },
     ],
     "stand_ins": [],
-    "expected_times": {'setup_local': 'none beyond ./repro setup', 'run_local': '< 10 s', 'analysis_local': '< 10 s', 'run_cluster': '< 1 min (one small job)'},
-    "benchmarks": [bench_log("tco", "tco_model"), bench_log("tco", "tco_analyze"), bench_log("tco", "tco_figure2")],
+    "expected_times": {
+        "setup_local": "none beyond ./repro setup",
+        "run_local": "< 10 s",
+        "analysis_local": "< 10 s",
+        "run_cluster": "< 1 min (one small job)",
+    },
+    "benchmarks": [
+        bench_log("tco", "tco_model"),
+        bench_log("tco", "tco_analyze"),
+        bench_log("tco", "tco_figure2"),
+    ],
 }
 
 
 rule tco_model:
-    benchmark:
-        bench_log("tco", "tco_model")
     input:
         analysis_image_input(),
         code=f"{SCRIPTS}/tco_model.py",
@@ -44,20 +63,20 @@ rule tco_model:
         series=TCO_OUT["series"],
     log:
         "results/tco/log/model.log",
-    params:
-        cfg=lambda wc: study_json("tco"),
-    resources:
-        **analysis_resources(),
+    benchmark:
+        bench_log("tco", "tco_model")
     container:
         ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        cfg=lambda wc: study_json("tco"),
     shell:
-        "{PY} {SCRIPTS}/tco_model.py --params {params.cfg} --raw {output.raw}"
+        "python3 workflow/scripts/tco_model.py --params {params.cfg} --raw {output.raw}"
         " --series {output.series} > {log} 2>&1"
 
 
 rule tco_analyze:
-    benchmark:
-        bench_log("tco", "tco_analyze")
     input:
         analysis_image_input(),
         code=f"{SCRIPTS}/tco_analyze.py",
@@ -71,20 +90,20 @@ rule tco_analyze:
         claims=TCO_OUT["claims"],
     log:
         "results/tco/log/analyze.log",
-    resources:
-        **analysis_resources(),
+    benchmark:
+        bench_log("tco", "tco_analyze")
     container:
         ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
     shell:
-        "{PY} {SCRIPTS}/tco_analyze.py --raw {input.raw} --published {input.published}"
+        "python3 workflow/scripts/tco_analyze.py --raw {input.raw} --published {input.published}"
         " --measurements {output.measurements} --table1 {output.table1}"
         " --lifecycle {output.lifecycle} --break-even {output.break_even}"
         " --claims {output.claims} > {log} 2>&1"
 
 
 rule tco_figure2:
-    benchmark:
-        bench_log("tco", "tco_figure2")
     input:
         analysis_image_input(),
         code=f"{SCRIPTS}/tco_figure2.py",
@@ -94,14 +113,16 @@ rule tco_figure2:
         TCO_OUT["figure2"],
     log:
         "results/tco/log/figure2.log",
-    params:
-        currency=config["tco"]["currency"],
-    resources:
-        **analysis_resources(),
+    benchmark:
+        bench_log("tco", "tco_figure2")
     container:
         ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        currency=config["tco"]["currency"],
     shell:
-        "{PY} {SCRIPTS}/tco_figure2.py --series {input.series} --break-even {input.break_even}"
+        "python3 workflow/scripts/tco_figure2.py --series {input.series} --break-even {input.break_even}"
         " --currency {params.currency} --out {output} > {log} 2>&1"
 
 

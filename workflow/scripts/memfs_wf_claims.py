@@ -28,8 +28,24 @@ OUT = "results/memfs/claims_workflows.csv"
 TARGET = "memfs_workflows"
 
 
-def base(cid, text, ref, kind_src, output=OUT, unit="", note=""):
-    return K.Claim(STUDY, cid, text, ref, TARGET, output, unit=unit, system_kind=kind_src, note=note)
+# where each claim's evidence is shown (the output column of the claims table)
+EVIDENCE = {
+    "W1": ("rule memfs_wf_table23", "results/memfs/tables/table2_3_memory_distribution.csv"),
+    "W2": ("rule memfs_wf_table23", "results/memfs/tables/table2_3_memory_distribution.csv"),
+    "W3": ("rule memfs_wf_table23", "results/memfs/tables/table2_3_memory_distribution.csv"),
+    "W4": ("rule memfs_wf_figure", "results/memfs/figures/figure2_9_memory.png"),
+    "W5": ("rule memfs_wf_figure", "results/memfs/figures/figure2_9_memory.png"),
+    "W6": ("rule memfs_wf_figure", "results/memfs/figures/figure2_7_vertical.png"),
+    "W7": ("rule memfs_wf_figure", "results/memfs/figures/figure2_8_horizontal.png"),
+    "W8": ("rule memfs_wf_figure", "results/memfs/figures/figure2_7_vertical.png"),
+    "W9": ("rule memfs_wf_figure", "results/memfs/figures/figure2_7_vertical.png"),
+    "I": ("rule memfs_wf_tidy", "results/memfs/tables/workflows_summary.csv"),
+}
+
+
+def base(cid, text, ref, kind_src, output=None, unit="", note=""):
+    target, evidence = EVIDENCE.get(cid.split("-")[0], (TARGET, OUT))
+    return K.Claim(STUDY, cid, text, ref, target, evidence, unit=unit, system_kind=kind_src, note=note)
 
 
 def noise(m1, s1, m2, s2) -> str:
