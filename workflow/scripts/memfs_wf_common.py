@@ -6,6 +6,7 @@ which memfs_wf_tidy.py builds from the raw files only.
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import numpy as np
@@ -16,6 +17,16 @@ DESIGN_ORDER = ["memfs", "locality", "local-disk"]
 TIMED = {"montage": ["mProjectPP", "mDiffFit", "mBackground"], "blast": ["formatdb", "blastall"]}
 APP_LABEL = {"montage": "Montage", "blast": "BLAST"}
 MB = 1e6
+
+
+def figure_cli(doc: str) -> tuple[argparse.Namespace, pd.DataFrame, dict]:
+    """The figure scripts' command line (--measurements, --sweeps, --out): (args, table, sweeps)."""
+    ap = argparse.ArgumentParser(description=doc)
+    ap.add_argument("--measurements", required=True)
+    ap.add_argument("--sweeps", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    return args, load(args.measurements), sweeps(args.sweeps)
 
 
 def load(path: str) -> pd.DataFrame:

@@ -8,8 +8,6 @@ BLAST), mean over the repeats, with the std of the stages' sum as error bar.
 
 from __future__ import annotations
 
-import argparse
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -18,13 +16,7 @@ import memfs_wf_common as C
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--measurements", required=True)
-    ap.add_argument("--sweeps", required=True)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    df = C.load(args.measurements)
-    sw = C.sweeps(args.sweeps)
+    args, df, sw = C.figure_cli(__doc__)
     n = C.vertical_nodes(sw)
     ks = sorted(int(k) for k in sw["vertical"]["tasks_per_node"])
     groups = [(k, d) for k in ks for d in C.DESIGN_ORDER]

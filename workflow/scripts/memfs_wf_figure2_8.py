@@ -8,8 +8,6 @@ tasks per node beside MemFS with 8), mean over the repeats, std as error bar.
 
 from __future__ import annotations
 
-import argparse
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -18,13 +16,7 @@ import memfs_wf_common as C
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--measurements", required=True)
-    ap.add_argument("--sweeps", required=True)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    df = C.load(args.measurements)
-    sw = C.sweeps(args.sweeps)
+    args, df, sw = C.figure_cli(__doc__)
     nodes = sorted(int(n) for n in sw["horizontal"]["nodes"])
     ks = sorted(int(k) for k in sw["horizontal"]["tasks_per_node"])
     groups = [(n, k, d) for n in nodes for d in C.DESIGN_ORDER for k in ks]

@@ -10,8 +10,6 @@ largest tasks-per-node (the paper: the runs of Figure 2.8a); mean +- std.
 
 from __future__ import annotations
 
-import argparse
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -22,13 +20,7 @@ COLORS = {"memfs": "#4c72b0", "locality": "#dd8452", "local-disk": "#55a868"}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--measurements", required=True)
-    ap.add_argument("--sweeps", required=True)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    df = C.load(args.measurements)
-    sw = C.sweeps(args.sweeps)
+    args, df, sw = C.figure_cli(__doc__)
     k = C.horizontal_tpn(sw)
     nodes = sorted(int(n) for n in sw["horizontal"]["nodes"])
     apps = [a for a in ("montage", "blast") if a in set(df.workflow.dropna())] or ["montage"]

@@ -7,13 +7,11 @@ Every configuration of the matrix appears: its measurements, a `failed` row
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mfbench import analysis, layout
+from mfbench import analysis, cli, layout
 from repro import paramspace, tidy
 
 
@@ -27,13 +25,7 @@ def build(cfg: dict, root: str = ".", raw_dir: str = layout.RAW_DIR):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--config", required=True, help="the mpifuse config section as JSON (or @file)")
-    ap.add_argument("--measurements", required=True)
-    ap.add_argument("--summary", required=True)
-    ap.add_argument("--bytes", required=True, help="bytes-from-source table")
-    a = ap.parse_args()
-    cfg = json.loads(Path(a.config[1:]).read_text() if a.config.startswith("@") else a.config)
+    a, cfg = cli.parse(__doc__, "measurements", "summary", "bytes")
     df, summ = build(cfg)
     tidy.write_csv(df, a.measurements)
     tidy.write_csv(summ, a.summary)

@@ -4,24 +4,16 @@ absolute numbers as info claims beside the published values (paper/published/mpi
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mfbench import analysis, claimset
+from mfbench import analysis, claimset, cli
 from repro import claims
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--measurements", required=True)
-    ap.add_argument("--published", required=True)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    cfg = json.loads(Path(a.config[1:]).read_text() if a.config.startswith("@") else a.config)
+    a, cfg = cli.parse(__doc__, "measurements", "published", "out")
     cl = claimset.build(analysis.read_measurements(a.measurements), cfg, analysis.read_published(a.published))
     claims.write(cl, a.out)
     for c in cl:

@@ -5,13 +5,11 @@ broadcast, FUSE overhead (passthrough - native), hashing in memory, remaining.""
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mfbench import analysis, plotting
+from mfbench import analysis, cli, plotting
 from repro import tidy
 
 ORDER = ["open", "read (MPI_Get)", "read (source)", "broadcast", "FUSE overhead", "hashing in memory", "remaining"]
@@ -35,14 +33,7 @@ def published_parts(pub):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--measurements", required=True)
-    ap.add_argument("--published", required=True)
-    ap.add_argument("--table", required=True)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    cfg = json.loads(Path(a.config[1:]).read_text() if a.config.startswith("@") else a.config)
+    a, cfg = cli.parse(__doc__, "measurements", "published", "table", "out")
     df = analysis.read_measurements(a.measurements)
     t = analysis.figure4(df, cfg)
     pub = published_parts(analysis.read_published(a.published))

@@ -4,24 +4,16 @@ native Home for reference; time vs nodes per file size."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mfbench import analysis, plotting
+from mfbench import analysis, cli, plotting
 from repro import tidy
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--measurements", required=True)
-    ap.add_argument("--table", required=True)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    cfg = json.loads(Path(a.config[1:]).read_text() if a.config.startswith("@") else a.config)
+    a, cfg = cli.parse(__doc__, "measurements", "table", "out")
     df = analysis.read_measurements(a.measurements)
     t = analysis.figure5(df, cfg)
     tidy.write_csv(t, a.table)

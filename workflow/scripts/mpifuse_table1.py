@@ -4,24 +4,16 @@ aggregate throughput -- reproduced beside the published values (paper/published/
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mfbench import analysis
+from mfbench import analysis, cli
 from repro import tidy
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--measurements", required=True)
-    ap.add_argument("--published", required=True)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    cfg = json.loads(Path(a.config[1:]).read_text() if a.config.startswith("@") else a.config)
+    a, cfg = cli.parse(__doc__, "measurements", "published", "out")
     t = analysis.table1(analysis.read_measurements(a.measurements), cfg, analysis.read_published(a.published))
     tidy.write_csv(t, a.out)
     with_cols = ["source", "use_case", "time_min_nodes_s", "time_max_nodes_s", "increase", "throughput_GBps",
