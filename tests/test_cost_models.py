@@ -52,7 +52,8 @@ def test_tco_tables_equal_raw_and_an_independent_recomputation(snake, workspace)
            for p in ("vehicle", "cloud")}
     t1 = pd.read_csv(workspace / "results/tco/tables/table1.csv").set_index("platform")
     for p in ("vehicle", "cloud"):
-        expect = tot[p]["development"] + tot[p]["deployment_per_vehicle"] + tot[p]["execution_per_vehicle_month"] * months
+        expect = (tot[p]["development"] + tot[p]["deployment_per_vehicle"]
+                  + tot[p]["execution_per_vehicle_month"] * months)
         assert math.isclose(_raw_metric(raw, "TCO_lifecycle", platform=p), expect, rel_tol=1e-12)
         assert t1.C_dev[p] == _raw_metric(raw, "C_dev", platform=p)
         assert t1.C_exe_per_month[p] == _raw_metric(raw, "C_exe", platform=p)
@@ -90,7 +91,8 @@ def test_cloudcost_break_even_comes_from_the_config(snake, workspace):
     capex = hw + t["facilities"]["value"]
     watts = t["servers"]["count"] * t["power_w"]["server_each"] + t["power_w"]["network"] + t["power_w"]["cooling"]
     base = (watts * 730 / 1000 * t["electricity_per_kwh"]["value"]
-            + t["staff_hours_per_month"]["value"] * t["staff_wage_per_hour"]["value"] + t["licenses_per_month"]["value"])
+            + t["staff_hours_per_month"]["value"] * t["staff_wage_per_hour"]["value"]
+            + t["licenses_per_month"]["value"])
     prov = t["maintenance_rate_per_year"]["value"] * hw / 12 + hw / (12 * t["depreciation_years"]["value"])
     for m in (1, 12, 13, 36):
         onprem = capex + base * m + prov * max(0, m - 12)

@@ -109,8 +109,9 @@ def test_mpi_paths_map_ranks_to_nodes(clusters):
     c = clusters(nodes=2, design="memfs", mounts_per_node=2, network=EMU)
     paths = c.mpi_paths("/md/n{node}", ranks_per_node=3)
     assert paths == [
-        c.nodes[0].mountpoints[0] + "/md/n0", c.nodes[0].mountpoints[1] + "/md/n0", c.nodes[0].mountpoints[0] + "/md/n0",
-        c.nodes[1].mountpoints[0] + "/md/n1", c.nodes[1].mountpoints[1] + "/md/n1", c.nodes[1].mountpoints[0] + "/md/n1",
+        c.nodes[0].mountpoints[0] + "/md/n0", c.nodes[0].mountpoints[1] + "/md/n0",
+        c.nodes[0].mountpoints[0] + "/md/n0", c.nodes[1].mountpoints[0] + "/md/n1",
+        c.nodes[1].mountpoints[1] + "/md/n1", c.nodes[1].mountpoints[0] + "/md/n1",
     ]
     cmd = c.mpi_command(["true"], ranks_per_node=3)
     assert cmd[0] == "mpirun" and cmd[cmd.index("-n") + 1] == "6"

@@ -47,7 +47,11 @@ def test_four_mounts_128mib_n_to_1_and_1_to_1(cluster):
     want = [sha(d) for d in datas]
     # 1-1 read: every mount reads another mount's file; N-1: all read b0
     got = {}
-    ts = [threading.Thread(target=run, args=(lambda i, m: got.__setitem__(("11", i), file_sha(m.p(f"b{(i + 1) % 4}"))), i, m))
+
+    def read_next(i, m):
+        got[("11", i)] = file_sha(m.p(f"b{(i + 1) % 4}"))
+
+    ts = [threading.Thread(target=run, args=(read_next, i, m))
           for i, m in enumerate(mounts)]
     ts += [threading.Thread(target=run, args=(lambda i, m: got.__setitem__(("n1", i), file_sha(m.p("b0"))), i, m))
            for i, m in enumerate(mounts)]

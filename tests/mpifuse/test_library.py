@@ -65,9 +65,8 @@ def test_library_four_ranks_single_threaded(py, tmp_path):
 
 def test_python_wrapper_without_mpi_comm_handle_misuse(py):
     """the wrapper finds the library and maps comm handles for this MPI"""
-    code = ("import sys; sys.path.insert(0, %r); import mpifuse; from mpi4py import MPI;"
-            "mpifuse.load_library(); v, t = mpifuse.comm_handle(MPI.COMM_WORLD); print(t.__name__)"
-            % os.path.join(SYS, "python"))
+    code = (f"import sys; sys.path.insert(0, {os.path.join(SYS, 'python')!r}); import mpifuse; from mpi4py import MPI;"
+            "mpifuse.load_library(); v, t = mpifuse.comm_handle(MPI.COMM_WORLD); print(t.__name__)")
     r = subprocess.run([py, "-c", code], env=mpi_env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() in ("c_void_p", "c_int")

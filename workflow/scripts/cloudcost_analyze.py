@@ -47,7 +47,8 @@ def main() -> None:
     rows = []
     for t in tiers:
         be = val("break_even_month", tier=t)
-        rows.append({"tier": t, "capex": val("capex", tier=t), "opex_first_year": val("opex_monthly", tier=t, phase="first"),
+        rows.append({"tier": t, "capex": val("capex", tier=t),
+                     "opex_first_year": val("opex_monthly", tier=t, phase="first"),
                      "opex_with_provisions": val("opex_monthly", tier=t, phase="with_provisions"),
                      "cloud_monthly": cloud_total, "break_even_month": be,
                      "stays_cheaper": rec["sanity"].get(f"stays_cheaper_{t}"),
@@ -86,7 +87,8 @@ def main() -> None:
     stays = rec["sanity"].get(f"stays_cheaper_{tier}")
     holds = be is not None and be <= PUBLISHED_MONTHS + 1 and bool(stays)
     c = base("onprem-cheaper-after-year-1",
-             f"on-premises ({tier}) is cheaper than the cloud beyond 12 months and stays cheaper", "002 Section 5.3, Fig. 7")
+             f"on-premises ({tier}) is cheaper than the cloud beyond 12 months and stays cheaper",
+             "002 Section 5.3, Fig. 7")
     out.append(claims.shape_claim(
         c, holds, f"cheaper from month {be}, stays cheaper to month {int(df.month.max())}: {stays}"
         if be is not None else "never cheaper within the horizon",

@@ -150,26 +150,26 @@ def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFra
     # --- N-1 read: MemFS beats the locality design at every size
     for size in sorted(env["sizes"], key=mc.size_key):
         m = mc.stat(df, "envelope", "readN1_bw", network=fig_net, design="memfs", nodes=n_max, size=size)
-        l = mc.stat(df, "envelope", "readN1_bw", network=fig_net, design="locality", nodes=n_max, size=size)
-        ok = None if (m["count"] == 0 or l["count"] == 0) else m["mean"] > l["mean"]
+        loc = mc.stat(df, "envelope", "readN1_bw", network=fig_net, design="locality", nodes=n_max, size=size)
+        ok = None if (m["count"] == 0 or loc["count"] == 0) else m["mean"] > loc["mean"]
         c = _base(f"envelope-n1-read-{size}", f"MemFS beats the locality-based design on N-1 read ({mc.size_label(size)} files)",
                   "Section 2.4.1, Figures 2.4a-c ('For all file sizes, MemFS outperforms AMFS for the N-1 read operation')",
-                  "MB/s", _kinds(m, l), note=f"{n_max} nodes, {fig_net}; locality N-1 bandwidth includes the multicast (replicate-on-read)")
-        C.shape_claim(c, ok, f"MemFS {mc.fmt(m['mean'])} vs locality {mc.fmt(l['mean'])} MB/s"
-                      + (f" (x{m['mean'] / l['mean']:.2f})" if ok is not None and l["mean"] > 0 else ""),
+                  "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}; locality N-1 bandwidth includes the multicast (replicate-on-read)")
+        C.shape_claim(c, ok, f"MemFS {mc.fmt(m['mean'])} vs locality {mc.fmt(loc['mean'])} MB/s"
+                      + (f" (x{m['mean'] / loc['mean']:.2f})" if ok is not None and loc["mean"] > 0 else ""),
                       "MemFS N-1 read > locality N-1 read")
-        out.append(_verdict_missing(c, m, l))
+        out.append(_verdict_missing(c, m, loc))
 
     # --- 1-1 read at 128 MB: the locality design wins (local reads)
     big = max(env["sizes"], key=mc.size_key)
     m = mc.stat(df, "envelope", "read11_bw", network=fig_net, design="memfs", nodes=n_max, size=big)
-    l = mc.stat(df, "envelope", "read11_bw", network=fig_net, design="locality", nodes=n_max, size=big)
-    ok = None if (m["count"] == 0 or l["count"] == 0) else l["mean"] > m["mean"]
+    loc = mc.stat(df, "envelope", "read11_bw", network=fig_net, design="locality", nodes=n_max, size=big)
+    ok = None if (m["count"] == 0 or loc["count"] == 0) else loc["mean"] > m["mean"]
     c = _base(f"envelope-11-read-{big}", f"The locality-based design wins 1-1 read at {mc.size_label(big)} (all its reads are local)",
               "Section 2.4.1, Figure 2.4c; Section 2.4.3 ('AMFS achieves better bandwidth for 1-1 read for large file sizes (128MB)')",
-              "MB/s", _kinds(m, l), note=f"{n_max} nodes, {fig_net}")
-    C.shape_claim(c, ok, f"locality {mc.fmt(l['mean'])} vs MemFS {mc.fmt(m['mean'])} MB/s", "locality 1-1 read > MemFS 1-1 read")
-    out.append(_verdict_missing(c, m, l))
+              "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}")
+    C.shape_claim(c, ok, f"locality {mc.fmt(loc['mean'])} vs MemFS {mc.fmt(m['mean'])} MB/s", "locality 1-1 read > MemFS 1-1 read")
+    out.append(_verdict_missing(c, m, loc))
 
     # --- metadata: MemFS create/open rates grow with nodes
     md = cfg["metadata"]
@@ -207,12 +207,12 @@ def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFra
         C.info_claim(ci, (m["mean"] / r["mean"]) if (m["count"] and r["count"] and r["mean"] > 0) else None,
                      float(pub_ratio.iloc[0]["value"]) if not pub_ratio.empty else "")
         out.append(ci)
-        l = mc.stat(df, "envelope", "read11_bw", network=net, design="locality", nodes=nt, size=tab["size"])
+        loc = mc.stat(df, "envelope", "read11_bw", network=net, design="locality", nodes=nt, size=tab["size"])
         pub_deg = pub[(pub["metric"] == "AMFS local/remote 1-1 read") & (pub["network"] == net)]
         ci = _base(f"table21-remote-degradation-{net}", f"Locality design: local / remote 1-1 read bandwidth ({net})",
                    "Section 2.4.1 text on Table 2.1 ('degraded by a factor of approximately 4' on IPoIB, '7' on 1GbE)",
-                   "x", _kinds(l, r), note=f"{nt} nodes here, 64 in the paper")
-        C.info_claim(ci, (l["mean"] / r["mean"]) if (l["count"] and r["count"] and r["mean"] > 0) else None,
+                   "x", _kinds(loc, r), note=f"{nt} nodes here, 64 in the paper")
+        C.info_claim(ci, (loc["mean"] / r["mean"]) if (loc["count"] and r["count"] and r["mean"] > 0) else None,
                      float(pub_deg.iloc[0]["value"]) if not pub_deg.empty else "")
         out.append(ci)
 

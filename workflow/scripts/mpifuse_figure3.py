@@ -25,7 +25,8 @@ def main() -> int:
         for i, size in enumerate(sizes):
             ax = axes[i][j]
             for v in variants:
-                s = stats[(stats.source == source) & (stats.variant == v) & (stats["size"] == size)].sort_values("nodes")
+                sel = (stats.source == source) & (stats.variant == v) & (stats["size"] == size)
+                s = stats[sel].sort_values("nodes")
                 if s.empty:
                     continue
                 ax.errorbar(s["nodes"].astype(int), s["mean"], yerr=s["std"].fillna(0), label=plotting.label(v),

@@ -36,7 +36,7 @@ def main():
     mode, work = sys.argv[1], sys.argv[2]
     opts = dict(kv.split("=", 1) for kv in sys.argv[3].split(",")) if len(sys.argv) > 3 and sys.argv[3] else {}
     world = MPI.COMM_WORLD
-    rank, size = world.Get_rank(), world.Get_size()
+    rank = world.Get_rank()
     src = os.path.join(work, "src")
     if rank == 0:
         os.makedirs(src, exist_ok=True)

@@ -141,7 +141,8 @@ def table1(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame) -> pd.DataFrame:
     for source in cfg["sources"]:
         for v in cfg["variants"]:
             t1 = stats[(stats.source == source) & (stats.variant == v) & (stats.nodes == n1) & (stats["size"] == size)]
-            tm = stats[(stats.source == source) & (stats.variant == v) & (stats.nodes == nmax) & (stats["size"] == size)]
+            tm = stats[(stats.source == source) & (stats.variant == v) & (stats.nodes == nmax)
+                       & (stats["size"] == size)]
             c = counts[(counts.source == source) & (counts.variant == v) & (counts["size"] == size)
                        & (counts.nodes.isin([n1, nmax]))]
             m1 = float(t1["mean"].iloc[0]) if len(t1) else math.nan
@@ -237,7 +238,8 @@ def figure5(df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
                     r[f"{v}_mean_s"] = float(s["mean"].iloc[0]) if len(s) else math.nan
                     r[f"{v}_std_s"] = float(s["std"].iloc[0]) if len(s) else math.nan
                 r["saving_s"] = r["osr_mean_s"] - r["osr-refined_mean_s"]
-                r["refined_vs_native"] = r["osr-refined_mean_s"] / r["native_mean_s"] if r["native_mean_s"] else math.nan
+                nat = r["native_mean_s"]
+                r["refined_vs_native"] = r["osr-refined_mean_s"] / nat if nat else math.nan
                 r["system_kind"] = kinds(df, source)
                 rows.append(r)
     return pd.DataFrame(rows)
