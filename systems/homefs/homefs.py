@@ -260,7 +260,8 @@ def up(state_dir: str | Path, nodes: int, rate_mbit: float, burst: str = "256k",
     nm = names(tag, nodes)
     st = {
         "state_dir": str(state_dir), "tag": tag, "nodes": nodes, "rate_mbit": rate_mbit, "burst": burst,
-        "max_read": max_read, "nfs_version": nfs_version, "owner_pid": owner_pid or os.getpid(), "server_ip": SERVER_IP, "pseudo": PSEUDO,
+        "max_read": max_read, "nfs_version": nfs_version, "owner_pid": owner_pid or os.getpid(),
+        "server_ip": SERVER_IP, "pseudo": PSEUDO,
         "export": str(state_dir / "export"), "mnt_template": str(state_dir / "mnt" / "node{node}"),
         "names": nm, "created": [], "ganesha_pid": None, "client_pids": {}, "mounts": [],
         "started_at": time.time(),

@@ -152,7 +152,10 @@ def test_teardown_when_the_driver_is_signalled(tmp_path, sig):
             print(c.cid, flush=True)
             time.sleep(60)
     """)
-    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    # a driver started from a background job inherits SIGINT ignored (and Python then installs no
+    # KeyboardInterrupt handler); give it the disposition of an interactive driver, where Ctrl-C counts
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     cid = p.stdout.readline().strip()
     assert cid and leftovers_of(cid)["netns"]
     p.send_signal(sig)

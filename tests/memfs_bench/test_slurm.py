@@ -1,4 +1,4 @@
-"""The n+1 rules on the local Slurm cluster (./repro cluster up): memfs_kick through
+"""The n+1 rules on the local Slurm cluster (started by the slurm_cluster fixture): memfs_kick through
 profiles/slurm, in a scratch copy of the repository (results stay out of the tree).
 
 Slow (about 2 minutes): skipped with --quick.
@@ -15,13 +15,6 @@ import pytest
 from .mtc_testlib import REPO, assert_clean
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("built")]
-
-
-def _slurm_up() -> bool:
-    if not shutil.which("sinfo"):
-        return False
-    r = subprocess.run(["sinfo", "-h", "-p", "batch", "-o", "%D %t"], capture_output=True, text=True)
-    return r.returncode == 0 and bool(r.stdout.strip())
 
 
 def _copy_repo(dst: Path) -> None:
@@ -45,9 +38,7 @@ def _copy_repo(dst: Path) -> None:
     os.symlink(os.path.realpath(REPO / ".venv"), dst / ".venv")
 
 
-def test_memfs_kick_runs_as_n_plus_1_jobs_on_slurm(tmp_path):
-    if not _slurm_up():
-        pytest.skip("the local Slurm cluster is not up (./repro cluster up)")
+def test_memfs_kick_runs_as_n_plus_1_jobs_on_slurm(tmp_path, slurm_cluster):
     work = tmp_path / "repo"
     work.mkdir()
     _copy_repo(work)

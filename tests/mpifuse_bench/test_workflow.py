@@ -74,3 +74,7 @@ def test_benchmark_rule_on_slurm_gets_n_plus_1_distinct_nodes(snake, workspace, 
     log = (workspace / f"results/mpifuse/log/run/source~{source}/nodes~2/size~64KB/rep~0.log").read_text()
     assert f"[mpifuse] {source} osr n=2 64KB rep 1/" in log
     assert json.loads(json.dumps(rec["extra"]["fs_options"]))["max_read"]
+    # the job's run time reaches the report through its Snakemake benchmark file
+    bench = workspace / f"results/mpifuse/benchmarks/mpifuse_run/source~{source},nodes~2,size~64KB,rep~0.tsv"
+    header, values = bench.read_text().splitlines()[:2]
+    assert float(dict(zip(header.split("\t"), values.split("\t")))["s"]) > 0

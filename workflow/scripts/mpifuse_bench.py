@@ -540,8 +540,9 @@ def finish(args, cfg) -> int:
                                {"source": args.source, "variant": v, "nodes": args.nodes, "size": args.size},
                                args.rep, kind)
         rec["extra"] = {"job_tag": tag, "launcher_rc": args.finish, "log": args.log or ""}
-        rawio.write_failure(out, rec, f"the job ended with exit status {args.finish} before this use case "
-                                      f"finished (a lost rank, an MPI abort or a time limit; see {args.log or 'the log'})")
+        why = (f"the job ended with exit status {args.finish} before this use case finished "
+               f"(a lost rank, an MPI abort or a time limit; see {args.log or 'the log'})")
+        rawio.write_failure(out, rec, why)
         n += 1
     warn(f"finish: launcher exit status {args.finish}; {n} failure record(s) written for unfinished use cases")
     return 0
