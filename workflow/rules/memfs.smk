@@ -272,7 +272,7 @@ if MEMFS_ON:
         ],
         "expected_times": {
             "setup_local": "envelope: iozone fetch (workflow/scripts/setup/fetch-iozone.sh) and make -C systems/mtc, < 1 min",
-            "run_local": "envelope, metadata, sweeps, limit (120 runs): ~15 min; measured 19.4 min for 126 runs while two other studies ran beside it (load average ~16 on 2 cores); ~14 min of CPU time",
+            "run_local": "envelope, metadata, sweeps, limit (120 runs): ~10 min (the reference run measured 9.3 min of job time on 2 cores), up to ~20 min while other studies run beside it",
             "analysis_local": "envelope: < 1 min",
             "run_cluster": "envelope: ~3-5 h (1-29 nodes, 3 sizes, 2 designs, 3 repeats; 64 nodes with a larger partition)",
         },

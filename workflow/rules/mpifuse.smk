@@ -135,7 +135,7 @@ STUDY_REPORT["mpifuse"] = {
     "expected_times": {
         "setup_local": "none beyond ./repro setup (builds systems/mpifuse and systems/homefs)",
         "run_local": "about 15 min on an idle 2-core machine (72 runs of 7 use cases + the 1.5-min speed "
-        "benchmark); measured 26.5 min while other studies loaded the machine (load average 13-17)",
+        "benchmark; the reference run measured 14.2 min), up to 27 min while other studies load the machine",
         "analysis_local": "< 1 min",
         "run_cluster": "480 jobs of n+1 nodes (n up to 24), about 7 h of job time at 10 repeats (1 GB runs "
         "dominate), less where small-n jobs run side by side",
