@@ -29,3 +29,37 @@ def test_report_collects_claims_and_marks_missing_studies(snake, workspace):
     assert html.count("data:image/png;base64,") == 2  # Figure 2 and Figure 7, embedded
     assert "measured in this run" in html and "not run" in html
     assert (workspace / "paper/report.pdf").stat().st_size > 10_000
+
+
+def test_report_from_what_exists_after_a_failed_benchmark_job(snake, workspace, tmp_path):
+    """The path `./repro run` takes when jobs failed: the report is still built from what exists,
+    the failed configuration is shown as failed (never as a number), nothing is re-run."""
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the scratch directory should be\n")
+    overlay = workspace / "overlay.yaml"
+    overlay.write_text(
+        "memfs: {enabled: false}\n"
+        "mpifuse:\n"
+        "  nodes: [1]\n  sizes: [1KB]\n  sources: [scratch]\n  repeats: 1\n  variants: [native, osr]\n"
+        "  speed: {enabled: false}\n  figure4: {nodes: 1, size: 1KB, source: scratch}\n"
+        f"  scratch: {{path: {blocker}/scratch}}\n"
+        f"  local_dir: {tmp_path}/local\n  mount_dir: {tmp_path}/mnt\n")
+    args = ("--profile", "profiles/local", "--configfile", "config/local.yaml", str(overlay))
+    first = snake(*args, "--keep-going", timeout=500, check=False)
+    assert first.returncode != 0
+    assert not (workspace / "paper/index.html").exists()
+    # the generator's error ended every rank at once (no rank left waiting for its set-up timeout)
+    log = (workspace / "results/mpifuse/log/run/source~scratch/nodes~1/size~1KB/rep~0.log").read_text()
+    assert "rank 0: FATAL: unexpected error NotADirectoryError" in log and "took more than" not in log
+    rep = snake("report", *args, "--config", "allow_incomplete=True", timeout=500)
+    assert "mpifuse_run" not in re.sub(r"^(?!localrule|rule).*$", "", rep.stdout + rep.stderr, flags=re.M)
+    combined = pd.read_csv(workspace / "paper/claims.csv", dtype=str, keep_default_na=False)
+    mf = combined[combined.study == "mpifuse"]
+    assert len(mf) >= 1 and set(mf.verdict) == {"failed"}, mf[["claim_id", "verdict"]]
+    assert not mf.reproduced.str.match(r"^0(\.0+)?$").any()  # a failure never reads as a zero
+    assert mf.note.str.contains("failed, so nothing to evaluate").all()
+    assert mf.note.str.contains("2 run\\(s\\) on scratch failed").any()
+    html = (workspace / "paper/index.html").read_text()
+    assert "<b>Runs:</b> failed: 2" in html  # both use cases of the one configuration
+    for study in ("tco", "cloudcost"):
+        assert set(combined[combined.study == study].verdict) <= {"reproduced", "informative"}

@@ -34,6 +34,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 import uuid
 from pathlib import Path
 
@@ -579,7 +580,12 @@ def main(argv=None) -> int:
     mpifuse_py = REPO / "systems" / "mpifuse" / "python"
     if mpifuse_py.is_dir():
         sys.path.insert(1, str(mpifuse_py))
-    return Bench(args, cfg).run()
+    bench = Bench(args, cfg)
+    try:
+        return bench.run()
+    except Exception as exc:  # noqa: BLE001 -- any error on one rank must end every rank now
+        bench.abort(f"unexpected error {exc!r}\n{traceback.format_exc()}")
+        raise
 
 
 if __name__ == "__main__":

@@ -24,6 +24,9 @@ def main() -> int:
     for j, source in enumerate(sources):
         for i, size in enumerate(sizes):
             ax = axes[i][j]
+            if stats[(stats.source == source) & (stats["size"] == size)].empty:
+                ax.text(0.5, 0.5, "no successful run", ha="center", va="center", transform=ax.transAxes,
+                        fontsize=9, color="#a33")
             for v in variants:
                 sel = (stats.source == source) & (stats.variant == v) & (stats["size"] == size)
                 s = stats[sel].sort_values("nodes")
@@ -39,8 +42,13 @@ def main() -> int:
                 ax.set_ylabel("time (s)")
             if i == len(sizes) - 1:
                 ax.set_xlabel("nodes")
-    h, lab = axes[0][0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="upper center", ncol=min(len(lab), 4), fontsize=8, frameon=False)
+    handles = {}
+    for ax in axes.flat:  # every use case that has data in any panel, once
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=min(len(handles), 4), fontsize=8,
+                   frameon=False)
     kinds = analysis.kinds(df)
     plotting.stamp(fig, f"mean of repeats (slowest node per run), error bars: std; {kinds}")
     fig.tight_layout(rect=(0, 0.02, 1, 0.95))

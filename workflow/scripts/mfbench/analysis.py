@@ -303,12 +303,12 @@ def _published_ratio(pub, variant) -> float:
 # --------------------------------------------------------------------------
 def bytes_table(df: pd.DataFrame) -> pd.DataFrame:
     b = ok(df, "bytes_from_source").copy()
-    b["size_bytes"] = b["size"].map(size_bytes)
+    b["size_bytes"] = b["size"].map(size_bytes).astype(float)
     b["expected_reads"] = [expected_source_reads(v, int(n)) for v, n in zip(b["variant"], b["nodes"])]
-    b["file_sizes_read"] = b["value"] / b["size_bytes"]
+    b["file_sizes_read"] = (b["value"] / b["size_bytes"]).astype(float)
     link = ok(df, "link_bytes")[KEYS + ["rep", "value"]].rename(columns={"value": "link_bytes"})
     b = b.merge(link, on=KEYS + ["rep"], how="left")
-    b["link_file_sizes"] = b["link_bytes"] / b["size_bytes"]
+    b["link_file_sizes"] = (b["link_bytes"] / b["size_bytes"]).astype(float)
     g = b.groupby(KEYS).agg(expected_reads=("expected_reads", "first"), file_sizes_read=("file_sizes_read", "mean"),
                             file_sizes_read_min=("file_sizes_read", "min"),
                             file_sizes_read_max=("file_sizes_read", "max"),

@@ -39,10 +39,13 @@ def build(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame) -> list[C.Claim]:
     n1, nmax = min(cfg["nodes"]), max(cfg["nodes"])
     srcs = cfg["sources"]
     out: list[C.Claim] = []
+    source_of: dict[int, str | None] = {}  # claim -> the source whose runs it reads (None: all)
 
     def base(cid, text, ref, output, kind_src=None, unit=""):
         kinds = analysis.kinds(df, kind_src) if kind_src else analysis.kinds(df)
-        return C.Claim(STUDY, cid, text, ref, "mpifuse", output, unit=unit, system_kind=kinds or "real")
+        c = C.Claim(STUDY, cid, text, ref, "mpifuse", output, unit=unit, system_kind=kinds or "real")
+        source_of[id(c)] = kind_src
+        return c
 
     def row(source, variant):
         r = t1[(t1.source == source) & (t1.variant == variant)]
@@ -262,12 +265,28 @@ def build(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame) -> list[C.Claim]:
                  "Figure 4; Section V", OUT["figure4"], r["source"], "s"),
             None if _nan(r["mean_s"]) else round(float(r["mean_s"]), 4),
             _fig4_pub(pub_v, r["file_system"], r["component"])))
+    _mark_failed(out, df, source_of)
     notes = _notes(cfg)
     for c in out:
         for prefix, note in notes.items():
             if c.claim_id.startswith(prefix) and not c.note:
                 c.note = note
     return out
+
+
+def _mark_failed(out: list[C.Claim], df: pd.DataFrame, source_of: dict[int, str | None]) -> None:
+    """A claim with nothing to evaluate because runs it reads failed is 'failed', not 'not run'."""
+    failed = df[df["status"] == "failed"].drop_duplicates(subset=analysis.KEYS + ["rep"])
+    for c in out:
+        if c.verdict != C.NOT_RUN:
+            continue
+        src = source_of.get(id(c))
+        f = failed if src is None else failed[failed["source"] == src]
+        if len(f):
+            c.verdict = C.FAILED
+            where = f"on {src} " if src else ""
+            c.note = (f"{len(f)} run(s) {where}failed, so nothing to evaluate (failure records under "
+                      f"results/mpifuse/failed/)" + (f"; {c.note}" if c.note else ""))
 
 
 _STREAM = ("mpifuse's broadcast file system streams the file in fixed blocks from one MPI thread per file and "
