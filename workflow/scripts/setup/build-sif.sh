@@ -29,12 +29,16 @@ fi
 
 # The host's CA bundle goes into the build, so that pip inside the image trusts
 # what the host trusts (a site proxy, or this sandbox's egress CA).
+# Several images build at once (one Snakemake job each): stage under a private name, then
+# rename, so no build sees a half-written bundle and no cp races another one.
 stage=$(dirname "$def")/.build
 mkdir -p "$stage"
+staged="$stage/host-ca.crt.$$"
+: >"$staged"
 for ca in "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt; do
-    if [ -n "$ca" ] && [ -s "$ca" ]; then cp "$ca" "$stage/host-ca.crt"; break; fi
+    if [ -n "$ca" ] && [ -s "$ca" ]; then cat "$ca" >"$staged"; break; fi
 done
-[ -s "$stage/host-ca.crt" ] || : >"$stage/host-ca.crt"
+mv -f "$staged" "$stage/host-ca.crt"
 
 name=$(basename "$def" .def)
 files=$(awk '/^%files/{f=1;next} /^%/{f=0} f && NF {print $1}' "$def")
