@@ -52,8 +52,7 @@ def main() -> int:
     kinds = analysis.kinds(df)
     plotting.stamp(fig, f"mean of repeats (slowest node per run), error bars: std; {kinds}")
     fig.tight_layout(rect=(0, 0.02, 1, 0.95))
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(a.out, dpi=150)
+    plotting.save(fig, a.out)
     print(f"mpifuse_figure3: wrote {a.out}")
     return 0
 

@@ -76,8 +76,7 @@ def main() -> int:
     plotting.stamp(fig, analysis.kinds(df, f4["source"]) + "; hatched, left of 0 = a negative part (the parts "
                    "overlap in time, or noise made passthrough faster than native)")
     fig.tight_layout(rect=(0, 0.14, 1, 1))
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(a.out, dpi=150)
+    plotting.save(fig, a.out)
     print(t.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
 

@@ -37,8 +37,7 @@ def main() -> int:
     fig.legend(h, lab, loc="upper center", ncol=3, fontsize=8, frameon=False)
     plotting.stamp(fig, analysis.kinds(df, source))
     fig.tight_layout(rect=(0, 0.03, 1, 0.9))
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(a.out, dpi=150)
+    plotting.save(fig, a.out)
     print(t.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
 

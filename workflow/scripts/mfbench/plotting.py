@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -30,3 +32,9 @@ def setup():
 
 def stamp(fig, text: str):
     fig.text(0.005, 0.005, text, fontsize=6, color="0.4", ha="left", va="bottom")
+
+
+def save(fig, path: str, dpi: int = 150) -> None:
+    """Write a figure, creating its directory."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
