@@ -1,0 +1,3 @@
+module repro/tools/cosbench
+
+go 1.22
