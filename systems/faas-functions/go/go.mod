@@ -1,0 +1,3 @@
+module repro.local/faas-functions
+
+go 1.19

@@ -1,0 +1,378 @@
+"""The function director of paper 003 (Decker, Kasprzak, Kunkel 2022), Sec. 2.4.
+
+One benchmark run, as the paper lists it: (1) set the number of function instances, (2) prepare
+the test data, (3) start the timer, (4) submit the data as function invocations until all of it
+has been processed, keeping at most ``per_instance`` active requests per function instance
+(2 for images, 4 for bytes: "The rate was set as active requests instead of requests per
+second"), retrying every failed request until it succeeds ("If the processing of an image
+failed ... then the image was retried until it could be processed"), (5) stop the timer,
+(6) save the results: one JSON file per run with every request's start, end, bytes, status and
+retry count, and the totals (recomputable from the requests: see ``recompute_totals``).
+
+Plain threads and ``http.client`` with one keep-alive connection per active-request slot; its
+ceiling is measured against a bare echo server (``python -m tools.fdirector ceiling``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import http.client
+import json
+import os
+import queue
+import random
+import subprocess
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCHEMA = "repro.fdirector.run/1"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PER_INSTANCE = {"images": 2, "bytes": 4, "echo": 4}  # active requests per instance (paper Sec. 2.4)
+RETRYABLE_STATUS = {429, 500, 502, 503, 504}
+
+
+class DirectorError(RuntimeError):
+    """A run that cannot complete: bad input, a permanent HTTP error, a wrong answer."""
+
+
+class PermanentHTTPError(DirectorError):
+    """The platform answered with a status that retrying cannot fix (e.g. 413 over a body limit)."""
+
+    def __init__(self, status: int, reason: str, body: bytes, index: int):
+        self.status = status
+        self.body = body
+        super().__init__(f"request {index}: HTTP {status} {reason} (not retried): "
+                         f"{body[:300].decode('utf-8', 'replace').strip()}")
+
+
+class WrongAnswer(DirectorError):
+    pass
+
+
+# --------------------------------------------------------------------------- workloads
+
+Check = Callable[[bytes, bytes], "str | None"]
+
+
+@dataclass
+class Workload:
+    """The prepared test data of one run: the payloads and how to check each answer."""
+
+    name: str  # images | bytes | echo
+    payloads: list[bytes]
+    check: Check
+    labels: list[str] = field(default_factory=list)  # e.g. image file names
+    content_type: str = "application/octet-stream"
+
+
+def check_reversed(payload: bytes, answer: bytes) -> str | None:
+    if answer != payload[::-1]:
+        return f"answer of {len(answer)} bytes is not the reverse of the {len(payload)}-byte request"
+    return None
+
+
+def check_echo(payload: bytes, answer: bytes) -> str | None:
+    if answer != payload:
+        return f"echo answer of {len(answer)} bytes differs from the {len(payload)}-byte request"
+    return None
+
+
+def png_size(data: bytes) -> tuple[int, int] | None:
+    if len(data) < 24 or not data.startswith(PNG_SIGNATURE) or data[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def check_png(payload: bytes, answer: bytes) -> str | None:
+    size_in, size_out = png_size(payload), png_size(answer)
+    if size_out is None:
+        return f"answer of {len(answer)} bytes is not a PNG image: {answer[:80]!r}"
+    if size_in is not None and size_out[0] != size_in[0]:
+        return f"answer is {size_out[0]}x{size_out[1]}, the request was {size_in[0]}x{size_in[1]}"
+    return None
+
+
+def image_workload(images: Sequence[Path | str], limit: int | None = None) -> Workload:
+    """Reads the PNG test images into memory (step 2, before the timer)."""
+    paths = sorted(Path(p) for p in images)
+    if limit is not None:
+        paths = paths[:limit]
+    if not paths:
+        raise DirectorError("no test images given")
+    payloads = []
+    for p in paths:
+        data = p.read_bytes()
+        if png_size(data) is None:
+            raise DirectorError(f"{p}: not a PNG image")
+        payloads.append(data)
+    return Workload("images", payloads, check_png, [p.name for p in paths], "image/png")
+
+
+def byte_payload(size: int, seed: int = 3) -> bytes:
+    if size < 0:
+        raise DirectorError(f"request size {size} < 0")
+    return random.Random(seed * 1_000_003 + size).randbytes(size)
+
+
+def bytes_workload(size: int, count: int, echo: bool = False, seed: int = 3) -> Workload:
+    """``count`` requests of ``size`` pseudo-random bytes (one payload object, sent ``count`` times)."""
+    if count < 1:
+        raise DirectorError(f"request count {count} < 1")
+    payload = byte_payload(size, seed)
+    if echo:
+        return Workload("echo", [payload] * count, check_echo)
+    expected = payload[::-1]  # computed once, before the timer
+
+    def check(sent: bytes, answer: bytes) -> str | None:
+        if sent is payload and answer == expected:
+            return None
+        return check_reversed(sent, answer)
+
+    return Workload("bytes", [payload] * count, check)
+
+
+# --------------------------------------------------------------------------- scaling
+
+Scaler = Callable[[int], None]
+
+
+def url_scaler(scale_url: str, timeout: float = 60.0) -> Scaler:
+    """Sets the instance count with POST {"replicas": N} (the stand-ins' /system/scale; OpenFaaS's
+    /system/scale-function/<name> takes the same body) and checks the answer's replica count."""
+
+    def scale(n: int) -> None:
+        status, body = _post_json(scale_url, {"replicas": n}, timeout)
+        if status != 200:
+            raise DirectorError(f"scaling to {n} via {scale_url}: HTTP {status}: {body[:300]!r}")
+        try:
+            replicas = json.loads(body).get("replicas")
+        except ValueError:
+            replicas = n  # a platform that answers without a body
+        if replicas != n:
+            raise DirectorError(f"scaling to {n} via {scale_url}: platform reports {replicas} replicas")
+
+    return scale
+
+
+def command_scaler(argv_template: Sequence[str]) -> Scaler:
+    """Sets the instance count by running a command; ``{n}`` in any argument is the count
+    (e.g. ``systems/openfaas/deploy.sh scale --kubeconfig K --replicas {n}``)."""
+
+    def scale(n: int) -> None:
+        argv = [a.replace("{n}", str(n)) for a in argv_template]
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise DirectorError(f"scale command {argv} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+
+    return scale
+
+
+def _post_json(url: str, obj: dict, timeout: float) -> tuple[int, bytes]:
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
+    try:
+        conn.request("POST", u.path or "/", body=json.dumps(obj).encode(), headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class RunSpec:
+    url: str  # the function's endpoint
+    instances: int
+    per_instance: int
+    variant: str = "parallel"  # parallel | single
+    timeout_s: float = 300.0  # per attempt
+    max_retries: int = 10_000  # per request; a safety stop, the paper retried without bound
+    labels: dict = field(default_factory=dict)  # study, system, repeat ... copied into the raw file
+
+    @property
+    def concurrency(self) -> int:
+        return 1 if self.variant == "single" else self.instances * self.per_instance
+
+
+class _Client:
+    """One active-request slot: a keep-alive connection, reopened after any failure."""
+
+    def __init__(self, url: str, timeout: float):
+        u = urllib.parse.urlsplit(url)
+        if u.scheme != "http" or not u.hostname:
+            raise DirectorError(f"function URL {url!r}: want http://host:port/path")
+        self.host, self.port = u.hostname, u.port or 80
+        self.path = (u.path or "/") + (f"?{u.query}" if u.query else "")
+        self.timeout = timeout
+        self.conn: http.client.HTTPConnection | None = None
+
+    def post(self, body: bytes, content_type: str) -> tuple[int, str, dict, bytes]:
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        try:
+            self.conn.request("POST", self.path, body=body,
+                              headers={"Content-Type": content_type, "Content-Length": str(len(body))})
+            resp = self.conn.getresponse()
+            data = resp.read()
+        except BaseException:
+            self.close()
+            raise
+        if resp.will_close:
+            self.close()
+        return resp.status, resp.reason, {k.lower(): v for k, v in resp.getheaders()}, data
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def run(spec: RunSpec, workload: Workload, scale: Scaler | None = None, progress: bool = False) -> dict:
+    """One benchmark run (paper Sec. 2.4 steps 1-5); returns the raw record (step 6: ``save_raw``)."""
+    if spec.instances < 1 or spec.per_instance < 1:
+        raise DirectorError(f"instances={spec.instances}, per_instance={spec.per_instance}: both must be >= 1")
+    if spec.variant not in ("parallel", "single"):
+        raise DirectorError(f"variant {spec.variant!r}: want parallel or single")
+    if scale is not None:  # (1) set the number of function instances
+        scale(spec.instances)
+    payloads = workload.payloads  # (2) the data was prepared by the workload constructor
+    n = len(payloads)
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for i in range(n):
+        todo.put(i)
+    records: list[dict | None] = [None] * n
+    abort: list[BaseException] = []
+    done_count = [0]
+    lock = threading.Lock()
+    clients = [_Client(spec.url, spec.timeout_s) for _ in range(min(spec.concurrency, n))]
+    t0 = time.perf_counter()  # (3) start the timer
+    wall0 = time.time()
+
+    def worker(client: _Client) -> None:
+        while not abort:
+            try:
+                i = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                records[i] = _one_request(client, i, payloads[i], workload, spec, t0)
+            except BaseException as exc:  # noqa: BLE001 - reported to the caller below
+                abort.append(exc)
+                return
+            with lock:
+                done_count[0] += 1
+                if progress and (done_count[0] % max(1, n // 10) == 0 or done_count[0] == n):
+                    print(f"fdirector: {done_count[0]}/{n} requests done", flush=True)
+
+    threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0  # (5) stop the timer
+    for c in clients:
+        c.close()
+    if abort:
+        raise abort[0]
+    reqs = [r for r in records if r is not None]
+    raw = {
+        "schema": SCHEMA,
+        "workload": workload.name,
+        "variant": spec.variant,
+        "url": spec.url,
+        "instances": spec.instances,
+        "per_instance": spec.per_instance,
+        "concurrency": spec.concurrency,
+        "system_kind": _system_kind(reqs),
+        "started_at": _dt.datetime.fromtimestamp(wall0, _dt.UTC).isoformat(timespec="milliseconds"),
+        "elapsed_s": elapsed,
+        "labels": dict(spec.labels),
+        "requests": reqs,
+    }
+    raw["totals"] = recompute_totals(raw)
+    return raw
+
+
+def _one_request(client: _Client, i: int, payload: bytes, workload: Workload, spec: RunSpec, t0: float) -> dict:
+    retries = 0
+    errors: list[str] = []
+    start = time.perf_counter() - t0
+    while True:
+        attempt_start = time.perf_counter() - t0
+        try:
+            status, reason, headers, data = client.post(payload, workload.content_type)
+        except (OSError, http.client.HTTPException) as exc:
+            status, reason, headers, data = None, f"{type(exc).__name__}: {exc}", {}, b""
+        if status == 200:
+            problem = workload.check(payload, data)
+            if problem:
+                raise WrongAnswer(f"request {i} ({_label(workload, i)}): {problem} "
+                                  f"[{headers.get('x-repro-system-kind', '?')} {headers.get('x-repro-instance', '')}]")
+            end = time.perf_counter() - t0
+            return {"index": i, "label": _label(workload, i), "start": start, "end": end,
+                    "last_attempt_start": attempt_start, "bytes_sent": len(payload), "bytes_received": len(data),
+                    "status": status, "retries": retries, "errors": errors[-5:],
+                    "instance": headers.get("x-repro-instance"), "system_kind": headers.get("x-repro-system-kind")}
+        if status is not None and status not in RETRYABLE_STATUS:
+            raise PermanentHTTPError(status, reason, data, i)
+        retries += 1
+        errors.append(f"{status or 'no status'}: {reason if status is None else data[:200].decode('utf-8', 'replace')}"
+                      .strip())
+        if retries > spec.max_retries:
+            raise DirectorError(f"request {i}: still failing after {spec.max_retries} retries: {errors[-1]}")
+        time.sleep(min(1.0, 0.02 * 2 ** min(retries, 6)))
+
+
+def _label(workload: Workload, i: int) -> str:
+    return workload.labels[i] if workload.labels else str(i)
+
+
+def _system_kind(reqs: list[dict]) -> str:
+    kinds = sorted({r["system_kind"] or "unlabelled" for r in reqs})
+    return "+".join(kinds) if kinds else "none"
+
+
+def recompute_totals(raw: dict) -> dict:
+    """The run's totals from its per-request records and elapsed time (throughput as the paper
+    computes it: input bytes over the time for all requests, y = n*b/t; images/s = n/t)."""
+    reqs = raw["requests"]
+    t = raw["elapsed_s"]
+    sent = sum(r["bytes_sent"] for r in reqs)
+    totals = {
+        "requests": len(reqs),
+        "retries": sum(r["retries"] for r in reqs),
+        "bytes_sent": sent,
+        "bytes_received": sum(r["bytes_received"] for r in reqs),
+        "elapsed_s": t,
+        "requests_per_s": len(reqs) / t if t > 0 else None,
+        "throughput_mib_s": sent / t / 2**20 if t > 0 else None,
+        "instances_seen": len({r["instance"] for r in reqs if r["instance"]}),
+    }
+    if raw.get("variant") == "single":
+        per = [r["bytes_sent"] / (r["end"] - r["last_attempt_start"]) / 2**20 for r in reqs
+               if r["end"] > r["last_attempt_start"]]
+        totals["single_mean_mib_s"] = sum(per) / len(per) if per else None
+    return totals
+
+
+def save_raw(raw: dict, path: Path | str) -> Path:
+    """Writes the raw record atomically (a crash never leaves a partial file under the final name)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def load_raw(path: Path | str) -> dict:
+    raw = json.loads(Path(path).read_text())
+    if raw.get("schema") != SCHEMA:
+        raise DirectorError(f"{path}: schema {raw.get('schema')!r}, want {SCHEMA}")
+    return raw

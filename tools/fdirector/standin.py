@@ -1,0 +1,195 @@
+"""Starts and stops the local stand-in platforms of systems/faas-standin (``faas-standin up``/``down``)
+and the bare echo server, for the director and the tests. Every process started here is stopped
+by ``stop()`` (or the context manager), by PID file, also when the caller fails."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+STANDIN_BIN = REPO / "systems" / "faas-standin" / "build" / "faas-standin"
+FUNCTIONS_BUILD = REPO / "systems" / "faas-functions" / "build"
+
+# the functions each stand-in platform runs (None: the Go handler compiled into the runtime)
+FUNCTIONS = {
+    "imageproc": FUNCTIONS_BUILD / "imageproc",
+    "imageproc-np": FUNCTIONS_BUILD / "imageproc-np",
+    "reverse": FUNCTIONS_BUILD / "reverse",
+    "reverse-go": None,
+}
+
+
+class StandInError(RuntimeError):
+    pass
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, what: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return path.read_text().strip()
+        if proc.poll() is not None:
+            raise StandInError(f"{what} exited ({proc.returncode}) before it was ready; see its log {proc.args}")
+        time.sleep(0.02)
+    raise StandInError(f"{what} not ready within {timeout} s")
+
+
+class LocalPlatform:
+    """``faas-standin up --kind KIND`` running FUNCTION; ``url`` is the function's endpoint,
+    ``scale_url`` the director's callback for the instance count."""
+
+    def __init__(self, kind: str, function: str, instances: int = 1, workers: int | None = None,
+                 max_body: int | None = None, state_dir: Path | None = None, log: Path | None = None):
+        if kind not in ("openfaas", "nuclio-cpp", "nuclio-go"):
+            raise StandInError(f"kind {kind!r}: want openfaas, nuclio-cpp or nuclio-go")
+        if function not in FUNCTIONS:
+            raise StandInError(f"function {function!r}: want one of {sorted(FUNCTIONS)}")
+        if (kind == "nuclio-go") != (function == "reverse-go"):
+            raise StandInError("nuclio-go runs exactly the compiled-in Go handler (function reverse-go)")
+        if not STANDIN_BIN.exists():
+            raise StandInError(f"{STANDIN_BIN} missing: run `make -C systems/faas-standin`")
+        self.kind, self.function, self.instances = kind, function, instances
+        self._tmp = None
+        if state_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix=f"faas-{kind}-")
+            state_dir = Path(self._tmp.name)
+        self.state_dir = Path(state_dir)
+        self.log = log or self.state_dir / "standin.log"
+        self.argv = [str(STANDIN_BIN), "up", "--kind", kind, "--instances", str(instances),
+                     "--state-dir", str(self.state_dir)]
+        fprocess = FUNCTIONS[function]
+        if fprocess is not None:
+            if not fprocess.exists():
+                raise StandInError(f"{fprocess} missing: run `make -C systems/faas-functions`")
+            self.argv += ["--fprocess", str(fprocess)]
+        if workers is not None:
+            self.argv += ["--workers", str(workers)]
+        if max_body is not None:
+            self.argv += ["--max-body", str(max_body)]
+        self.proc: subprocess.Popen | None = None
+        self.base_url = ""
+
+    @property
+    def url(self) -> str:
+        prefix = "/function/" if self.kind == "openfaas" else "/"
+        return f"{self.base_url}{prefix}{self.function}"
+
+    @property
+    def scale_url(self) -> str:
+        return f"{self.base_url}/system/scale"
+
+    @property
+    def status_url(self) -> str:
+        return f"{self.base_url}/system/status"
+
+    def start(self) -> LocalPlatform:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            _wait_for(self.state_dir / "ready", self.proc, f"faas-standin up --kind {self.kind}", 30)
+            self.base_url = (self.state_dir / "endpoint").read_text().strip()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def instance_pids(self) -> list[int]:
+        return [int(p.read_text()) for p in sorted(self.state_dir.glob("instance-*.pid"))]
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            subprocess.run([str(STANDIN_BIN), "down", "--state-dir", str(self.state_dir)], check=False,
+                           capture_output=True)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, 9)
+                self.proc.wait()
+            self.proc = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> LocalPlatform:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class EchoServer:
+    """The bare HTTP echo server (no platform): the director's ceiling."""
+
+    def __init__(self, state_dir: Path | None = None):
+        if not STANDIN_BIN.exists():
+            raise StandInError(f"{STANDIN_BIN} missing: run `make -C systems/faas-standin`")
+        self._tmp = tempfile.TemporaryDirectory(prefix="faas-echo-") if state_dir is None else None
+        self.state_dir = Path(self._tmp.name if self._tmp else state_dir)
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self) -> EchoServer:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        endpoint = self.state_dir / "echo.endpoint"
+        with open(self.state_dir / "echo.log", "ab") as log:
+            self.proc = subprocess.Popen(
+                [str(STANDIN_BIN), "echo", "--listen", "127.0.0.1:0", "--endpoint-file", str(endpoint),
+                 "--pid-file", str(self.state_dir / "echo.pid")],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            self.url = _wait_for(endpoint, self.proc, "faas-standin echo", 15) + "/"
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> EchoServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def ensure_built() -> None:
+    """Builds the functions and the stand-in runtimes (``make``; seconds when up to date)."""
+    for folder in ("faas-functions", "faas-standin"):
+        done = subprocess.run(["make", "-s", "-C", str(REPO / "systems" / folder), "all"],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise StandInError(f"make -C systems/{folder} failed:\n{done.stdout}{done.stderr}")
+
+
+def make_test_images(out: Path, count: int, size: int = 64, small_size: int = 48, small_every: int = 25) -> list[Path]:
+    """Small test images with systems/faas-functions' generator (same format as the paper's)."""
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run([str(FUNCTIONS_BUILD / "mkimages"), "--out", str(out), "--count", str(count), "--size", str(size),
+                    "--small-size", str(small_size), "--small-every", str(small_every)],
+                   check=True, capture_output=True)
+    return sorted(out.glob("*.png"))
+
+
+def pid_alive(pid: int) -> bool:
+    """True while pid runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
