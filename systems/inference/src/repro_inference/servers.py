@@ -1,0 +1,336 @@
+"""Start, check and stop the inference servers — one worker each, threads pinned (stdlib only).
+
+    python -m repro_inference.servers start KIND --models DIR --model M --workdir W [--threads N] [--port P]
+    python -m repro_inference.servers stop --workdir W
+    python -m repro_inference.servers run KIND --models DIR --model M --workdir W -- CMD ...
+
+KIND (the protocol each speaks, the ``system_kind`` its rows get):
+  torchserve            real TorchServe 0.12, /predictions/<m>                        real
+  triton-python-torch   real tritonserver 2.51 (nvidia-pytriton), Python backend, torch model    stand-in:tritonserver-python-backend
+  triton-python-tf      same server, Python backend running the TF SavedModel                     stand-in:tritonserver-python-backend
+  triton-pytorch        tritonserver on PATH with the libtorch backend (cluster image)            real
+  triton-tensorflow     tritonserver on PATH with the TensorFlow backend (cluster image)          real
+  tfserving-standin     TF Serving's REST API over TF in Python, /v1/models/<m>:predict   stand-in:tfserving-rest-on-tf-python
+  tfserving             tensorflow_model_server on PATH (cluster image)                            real
+
+``start`` returns once the model answers ready, writing ``W/server.json`` (url, pid, system_kind) and
+``W/server.pid``; the server runs in its own session and ``stop`` ends that whole process group
+(TERM, then KILL after 20 s). A model that fails to load ends ``start`` with the server's exit code
+(or 1 if the server keeps running without the model, as TorchServe does) and the tail of its own log;
+the server is stopped. ``run`` starts, runs CMD with REPRO_SERVER_URL / REPRO_SYSTEM_KIND /
+REPRO_MODEL set, and always stops the server (also on SIGINT/SIGTERM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from repro_inference.spec import SYSTEM_KINDS
+
+SRC = Path(__file__).resolve().parents[1]
+SYSTEM = SRC.parent
+TRITON_KINDS = ("triton-python-torch", "triton-python-tf", "triton-pytorch", "triton-tensorflow")
+PYINFO = "import sys, sysconfig; print('%d.%d' % sys.version_info[:2], sysconfig.get_config_var('LIBDIR'))"
+KINDS = ("torchserve", *TRITON_KINDS, "tfserving-standin", "tfserving")
+# lines in TorchServe's logs that mean the model will not come up (it retries the worker forever)
+TORCHSERVE_FATAL = ("Backend worker process died", "Load model failed", "Failed to load model",
+                    "ModelNotFoundException", "InvalidModelException")
+
+
+class ServerError(RuntimeError):
+    def __init__(self, message: str, returncode: int, log: str):
+        super().__init__(f"{message} (exit code {returncode})\n--- server log (tail) ---\n{log}")
+        self.returncode, self.log = returncode, log
+
+
+def venv(stack: str) -> Path:
+    """The cached venv built by systems/inference/setup.sh (never builds it; tests call setup.sh first)."""
+    out = subprocess.run([str(SYSTEM / "setup.sh"), f"path-{stack}"], check=True, capture_output=True, text=True)
+    path = Path(out.stdout.strip())
+    if not (path / ".complete").exists():
+        raise FileNotFoundError(f"the {stack} venv is not built ({path}); run systems/inference/setup.sh {stack}")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+    except (urllib.error.URLError, ConnectionError, TimeoutError, socket.timeout):
+        return 0, b""
+
+
+def _tail(path: Path, n: int = 60) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
+class Server:
+    """One server process group; ``with Server(...) as s:`` starts and always stops it."""
+
+    def __init__(self, kind: str, models: Path, model: str, workdir: Path, threads: int = 1,
+                 port: int | None = None, timeout: float = 600.0):
+        if kind not in KINDS:
+            raise ValueError(f"unknown server kind {kind!r}; known: {', '.join(KINDS)}")
+        self.kind, self.models, self.model = kind, Path(models).resolve(), model
+        self.workdir, self.threads, self.timeout = Path(workdir).resolve(), int(threads), timeout
+        self.port = port or free_port()
+        self.system_kind = SYSTEM_KINDS[kind]
+        self.proc = None
+        self.log = self.workdir / "server.log"
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    # ------------------------------------------------------------------ commands per kind
+    def _env(self) -> dict:
+        env = dict(os.environ, OMP_NUM_THREADS=str(self.threads), MKL_NUM_THREADS=str(self.threads),
+                   REPRO_THREADS=str(self.threads), PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+        env.pop("PYTHONPATH", None)
+        return env
+
+    def _torchserve(self, env):
+        store = self.models / "torchserve"
+        if not (store / f"{self.model}.mar").exists():
+            raise FileNotFoundError(f"no {store}/{self.model}.mar; run prepare_torch first")
+        self.mgmt = free_port()
+        props = {
+            "inference_address": self.url, "management_address": f"http://127.0.0.1:{self.mgmt}",
+            "metrics_address": f"http://127.0.0.1:{free_port()}", "model_store": str(store),
+            "load_models": f"{self.model}={self.model}.mar", "default_workers_per_model": 1,
+            "number_of_gpu": 0, "job_queue_size": 1000, "install_py_dep_per_model": "false",
+            "default_response_timeout": 600, "disable_token_authorization": "true",
+            "vmargs": "-Xmx1g -XX:+UseSerialGC -XX:-UsePerfData",
+        }
+        (self.workdir / "config.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        env.update(LOG_LOCATION=str(self.workdir / "logs"), METRICS_LOCATION=str(self.workdir / "logs"))
+        bin_ = venv("torch") / "bin"
+        env["PATH"] = f"{bin_}:{env['PATH']}"  # its workers are started with the venv's python
+        return [str(bin_ / "torchserve"), "--start", "--foreground", "--ncs", "--disable-token-auth",
+                "--model-store", str(store), "--ts-config", str(self.workdir / "config.properties")]
+
+    def _triton(self, env):
+        repo = self.models / self.kind
+        if not (repo / self.model / "config.pbtxt").exists():
+            raise FileNotFoundError(f"no {repo}/{self.model}/config.pbtxt; run model preparation first")
+        # a repository with only this model (the paper serves one model at a time)
+        one = self.workdir / "repository"
+        one.mkdir(exist_ok=True)
+        link = one / self.model
+        if not link.exists():
+            link.symlink_to(repo / self.model)
+        args = [f"--model-repository={one}", f"--http-port={self.port}", f"--grpc-port={free_port()}",
+                f"--metrics-port={free_port()}", "--http-address=127.0.0.1", "--grpc-address=127.0.0.1",
+                "--exit-on-error=true", "--strict-readiness=true", "--log-verbose=0", "--allow-metrics=false"]
+        if self.kind.startswith("triton-python"):
+            root = venv("torch")
+            site = next((root / "lib").glob("python3*/site-packages"))
+            trit = site / "pytriton" / "tritonserver"
+            stack = venv("tf" if self.kind.endswith("tf") else "torch")
+            env["PYTHONPATH"] = f"{SRC}:{next((stack / 'lib').glob('python3*/site-packages'))}"
+            # the stub's embedded interpreter finds its prefix (the venv) from `python3` on PATH, as pytriton sets it
+            env["PATH"] = f"{stack / 'bin'}:{env['PATH']}"
+            pyver, libdir = subprocess.run([str(root / "bin" / "python"), "-c", PYINFO], capture_output=True,
+                                           text=True, check=True).stdout.split()
+            # as pytriton does: the backends directory with the stub built for this Python version
+            backends = self.workdir / "backends"
+            shutil.rmtree(backends, ignore_errors=True)
+            shutil.copytree(trit / "backends", backends, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copy2(trit / "python_backend_stubs" / pyver / "triton_python_backend_stub", backends / "python")
+            # the server's bundled libraries, and the interpreter's own libpython for the stub (MACHINE-FACTS)
+            env["LD_LIBRARY_PATH"] = ":".join(p for p in (str(site / "nvidia_pytriton.libs"), libdir,
+                                                          env.get("LD_LIBRARY_PATH", "")) if p)
+            return [str(trit / "bin" / "tritonserver"), f"--backend-directory={backends}",
+                    f"--cache-directory={trit / 'caches'}", *args]
+        return ["tritonserver", *args]
+
+    def _tfserving(self, env):
+        base = self.models / "tfserving" / self.model
+        if not base.is_dir():
+            raise FileNotFoundError(f"no {base}/<version>/; run prepare_tf first")
+        if self.kind == "tfserving":
+            return ["tensorflow_model_server", f"--rest_api_port={self.port}", f"--port={free_port()}",
+                    f"--model_name={self.model}", f"--model_base_path={base}",
+                    f"--tensorflow_intra_op_parallelism={self.threads}", "--tensorflow_inter_op_parallelism=1"]
+        env["PYTHONPATH"] = str(SRC)
+        return [str(venv("tf") / "bin" / "python"), "-m", "repro_inference.tfserving_standin",
+                f"--model_base_path={base}", f"--model_name={self.model}", f"--rest_api_port={self.port}",
+                f"--threads={self.threads}"]
+
+    # ------------------------------------------------------------------ readiness
+    def infer_path(self) -> str:
+        if self.kind == "torchserve":
+            return f"/predictions/{self.model}"
+        if self.kind.startswith("triton"):
+            return f"/v2/models/{self.model}/infer"
+        return f"/v1/models/{self.model}:predict"
+
+    def _ready(self) -> bool:
+        if self.kind == "torchserve":
+            code, body = _get(f"http://127.0.0.1:{self.mgmt}/models/{self.model}")
+            if code != 200:
+                return False
+            workers = json.loads(body)[0].get("workers", [])
+            return any(w.get("status") == "READY" for w in workers)
+        if self.kind.startswith("triton"):
+            return _get(f"{self.url}/v2/models/{self.model}/ready")[0] == 200
+        return _get(f"{self.url}/v1/models/{self.model}")[0] == 200
+
+    def _torchserve_failed(self) -> str | None:
+        for f in sorted((self.workdir / "logs").glob("*.log")) + [self.log]:
+            try:
+                text = f.read_text(errors="replace")
+            except FileNotFoundError:
+                continue
+            for marker in TORCHSERVE_FATAL:
+                if marker in text:
+                    return marker
+        return None
+
+    def _logs(self) -> str:
+        parts = [f"== {self.log.name}\n{_tail(self.log)}"]
+        model_log = self.workdir / "logs" / "model_log.log"
+        if model_log.exists():
+            parts.append(f"== logs/model_log.log\n{_tail(model_log)}")
+        return "\n".join(parts)
+
+    def start(self) -> Server:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        env = self._env()
+        if self.kind == "torchserve":
+            cmd = self._torchserve(env)
+        elif self.kind.startswith("triton"):
+            cmd = self._triton(env)
+        else:
+            cmd = self._tfserving(env)
+        print(f"servers: starting {self.kind} ({self.system_kind}) for {self.model} on {self.url}", flush=True)
+        t0 = time.time()
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(cmd, cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        (self.workdir / "server.pid").write_text(f"{self.proc.pid}\n")
+        try:
+            while True:
+                rc = self.proc.poll()
+                if rc is not None:
+                    raise ServerError(f"{self.kind} exited while loading {self.model}", rc, self._logs())
+                if self.kind == "torchserve" and (marker := self._torchserve_failed()):
+                    raise ServerError(f"torchserve could not load {self.model} ({marker!r} in its log)", 1, self._logs())
+                if self._ready():
+                    break
+                if time.time() - t0 > self.timeout:
+                    raise ServerError(f"{self.kind}: {self.model} not ready after {self.timeout:.0f} s", 1, self._logs())
+                time.sleep(0.5)
+        except BaseException:
+            self.stop()
+            raise
+        self.ready_s = time.time() - t0
+        info = {"kind": self.kind, "system_kind": self.system_kind, "model": self.model, "url": self.url,
+                "infer_path": self.infer_path(), "pid": self.proc.pid, "threads": self.threads,
+                "ready_s": round(self.ready_s, 2), "log": str(self.log)}
+        (self.workdir / "server.json").write_text(json.dumps(info, indent=1) + "\n")
+        print(f"servers: {self.kind} ready in {self.ready_s:.1f} s", flush=True)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_group(self.proc.pid, self.proc)
+            self.proc = None
+        (self.workdir / "server.pid").unlink(missing_ok=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def stop_group(pid: int, proc: subprocess.Popen | None = None, grace: float = 20.0) -> None:
+    """TERM the server's process group (its session: workers, stubs), KILL what is left after ``grace``."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + grace
+    while time.time() < deadline:
+        if proc is not None:
+            proc.poll()
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    if proc is not None:
+        proc.wait()
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name in ("start", "run"):
+        s = sub.add_parser(name)
+        s.add_argument("kind", choices=KINDS)
+        s.add_argument("--models", required=True, type=Path, help="the prepared models' directory")
+        s.add_argument("--model", required=True)
+        s.add_argument("--workdir", required=True, type=Path)
+        s.add_argument("--threads", type=int, default=1)
+        s.add_argument("--port", type=int)
+        s.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the model to be ready")
+        if name == "run":
+            s.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ...")
+    st = sub.add_parser("stop")
+    st.add_argument("--workdir", required=True, type=Path)
+    a = p.parse_args(argv)
+    if a.cmd == "stop":
+        pidfile = a.workdir / "server.pid"
+        if pidfile.exists():
+            stop_group(int(pidfile.read_text()))
+            pidfile.unlink()
+        return 0
+    server = Server(a.kind, a.models, a.model, a.workdir, a.threads, a.port, a.timeout)
+    try:
+        server.start()
+    except ServerError as err:
+        print(f"servers: {err}", file=sys.stderr)
+        return err.returncode or 1
+    if a.cmd == "start":
+        print(json.dumps({"url": server.url, "system_kind": server.system_kind, "pid": server.proc.pid}))
+        return 0
+    cmd = [c for c in a.command if c != "--"] if a.command[:1] == ["--"] else a.command
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        env = dict(os.environ, REPRO_SERVER_URL=server.url, REPRO_SYSTEM_KIND=server.system_kind,
+                   REPRO_MODEL=a.model, REPRO_SERVER_KIND=a.kind)
+        return subprocess.run(cmd, env=env).returncode
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

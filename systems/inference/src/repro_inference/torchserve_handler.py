@@ -1,0 +1,98 @@
+"""TorchServe handler for all four models (packed into every .mar; no captum, no built-in handlers).
+
+Request bodies, one per request (TorchServe may batch; we handle each row):
+  resnet50            image bytes (PNG/JPEG), resized to the spec's image size
+  wav2vec2[_truncated] 16 kHz mono 16-bit WAV bytes (truncated variant: padded/truncated to 50,000 samples)
+  bart                UTF-8 text (or JSON {"text": ...}); summarised through ``.generate()``
+Answers are JSON; every answer names the weights (``random-from-config`` offline). Malformed input
+raises TorchServe's PredictionException with status 400: the worker answers the error and keeps serving.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+_here = os.path.dirname(os.path.abspath(__file__))
+if _here not in sys.path:
+    sys.path.insert(0, _here)
+
+from repro_inference import torch_models as tm  # noqa: E402
+from repro_inference.spec import read_spec  # noqa: E402
+
+try:
+    from ts.utils.util import PredictionException  # noqa: E402
+except ImportError:  # outside TorchServe (unit use)
+    class PredictionException(Exception):
+        def __init__(self, message, error_code=500):
+            super().__init__(message)
+            self.error_code = error_code
+
+
+class ReproHandler:
+    def __init__(self):
+        self.model = None
+        self.spec = None
+
+    def initialize(self, context):
+        model_dir = context.system_properties.get("model_dir")
+        self.spec = read_spec(model_dir)
+        if os.environ.get("REPRO_THREADS"):
+            self.spec["threads"] = int(os.environ["REPRO_THREADS"])
+        tm.pin_threads(self.spec)
+        t0 = time.time()
+        source = os.path.join(model_dir, "hf") if self.spec["weights"] == "pretrained" else None
+        self.model = tm.build(self.spec, source=source)
+        print(f"repro: {self.spec['model']} built ({self.spec['weights']}) in {time.time() - t0:.1f} s, "
+              f"threads={torch.get_num_threads()}", flush=True)
+
+    def _body(self, row):
+        body = row.get("data") if row.get("data") is not None else row.get("body")
+        if body is None:
+            raise PredictionException("empty request: no body", 400)
+        return body
+
+    def _one(self, body):
+        model = self.spec["model"]
+        if model == "bart":
+            if isinstance(body, (bytes, bytearray)):
+                body = body.decode("utf-8", errors="strict")
+            text = body.get("text") if isinstance(body, dict) else body
+            if not isinstance(text, str) or not text.strip():
+                raise PredictionException("bart expects non-empty UTF-8 text (or JSON {'text': ...})", 400)
+            return {"summary": tm.summarise(self.model, self.spec, [text])[0]}
+        if not isinstance(body, (bytes, bytearray)):
+            raise PredictionException(f"{model} expects a binary body (image or WAV bytes), got JSON", 400)
+        try:
+            if model == "resnet50":
+                x = tm.decode_image(bytes(body), int(self.spec["image_size"]))
+            else:
+                x = tm.fit_audio(tm.decode_audio(bytes(body)), self.spec)
+        except Exception as err:  # PIL/wave errors: the client's fault
+            raise PredictionException(f"cannot decode {model} input: {err}", 400) from err
+        logits = tm.forward(self.model, self.spec, torch.from_numpy(np.ascontiguousarray(x))[None]).numpy()[0]
+        return tm.classify_result(logits) if model == "resnet50" else tm.asr_result(logits)
+
+    def handle(self, data, context):
+        out = []
+        for row in data:
+            result = self._one(self._body(row))
+            result.update(model=self.spec["model"], weights=self.spec["weights"], tokenizer=self.spec["tokenizer"])
+            out.append(json.dumps(result))
+        return out
+
+
+_service = ReproHandler()
+
+
+def handle(data, context):
+    if _service.model is None:
+        _service.initialize(context)
+    if data is None:
+        return None
+    return _service.handle(data, context)

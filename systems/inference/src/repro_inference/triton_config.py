@@ -1,0 +1,51 @@
+"""Triton ``config.pbtxt`` text for every backend (stdlib only).
+
+All Triton models, whatever their backend, share one tensor contract, so the Locust file and the
+analysis are the same for the real backends (cluster) and the Python-backend stand-in (here):
+  INPUT__0   FP32  resnet50: [3, S, S] ImageNet-normalised pixels (NCHW); wav2vec2: [N] raw 16 kHz samples
+  OUTPUT__0  FP32  resnet50: [1000] logits; wav2vec2: [frames, 32] CTC logits
+with ``max_batch_size: 1`` (requests carry a leading batch dimension of 1) and one CPU/GPU instance.
+The Python-backend stand-in adds SYSTEM_KIND (BYTES) to every answer: ``stand-in:tritonserver-python-backend``.
+"""
+
+from __future__ import annotations
+
+PLATFORMS = {
+    "triton-pytorch": 'backend: "pytorch"\nplatform: "pytorch_libtorch"',
+    "triton-tensorflow": 'platform: "tensorflow_savedmodel"',
+    "triton-python-torch": 'backend: "python"',
+    "triton-python-tf": 'backend: "python"',
+}
+
+
+def io_dims(spec: dict) -> tuple[list[int], list[int]]:
+    if spec["model"] == "resnet50":
+        s = int(spec["image_size"])
+        return [3, s, s], [1000]
+    if spec["model"].startswith("wav2vec2"):
+        return [int(spec.get("input_samples") or -1)], [-1, 32]
+    raise ValueError(f"Triton does not serve {spec['model']} (paper Sec. IV.D: .generate() cannot be traced)")
+
+
+def config_pbtxt(spec: dict, flavour: str, instance_kind: str = "KIND_CPU") -> str:
+    in_dims, out_dims = io_dims(spec)
+    lines = [
+        f'name: "{spec["model"]}"',
+        PLATFORMS[flavour],
+        "max_batch_size: 1",
+        f'input [ {{ name: "INPUT__0" data_type: TYPE_FP32 dims: {in_dims} }} ]',
+        "output [",
+        f'  {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: {out_dims} }}'
+        + (',\n  { name: "SYSTEM_KIND" data_type: TYPE_STRING dims: [ 1 ] }' if "python" in flavour else ""),
+        "]",
+        f"instance_group [ {{ count: 1 kind: {instance_kind} }} ]",
+        f'parameters {{ key: "threads" value: {{ string_value: "{int(spec["threads"])}" }} }}',
+        f'parameters {{ key: "weights" value: {{ string_value: "{spec["weights"]}" }} }}',
+    ]
+    if flavour == "triton-pytorch":  # intra/inter-op threads of libtorch, as the worker's
+        lines.append(f'parameters {{ key: "INTRA_OP_THREAD_COUNT" value: {{ string_value: "{int(spec["threads"])}" }} }}')
+        lines.append('parameters { key: "INTER_OP_THREAD_COUNT" value: { string_value: "1" } }')
+    if flavour == "triton-tensorflow":
+        lines.append(f'parameters {{ key: "TF_NUM_INTRA_THREADS" value: {{ string_value: "{int(spec["threads"])}" }} }}')
+        lines.append('parameters { key: "TF_NUM_INTER_THREADS" value: { string_value: "1" } }')
+    return "\n".join(lines) + "\n"
