@@ -1,0 +1,127 @@
+"""Ceph: a real loopback cluster (mon, mgr, OSDs, radosgw, MDS + ceph-fuse) brought up by stack.py.
+
+One cluster serves the S3, FUSE and health checks, then loses an OSD and must say so; a second
+`up` fails on a taken radosgw port and must clean up what it had started.
+"""
+
+import json
+import subprocess
+
+import pytest
+
+from systems.ceph.stack import ceph_conf
+from systems.storage_common.daemons import free_port
+from systems.storage_common.testing import (
+    assert_nothing_left,
+    fuse_roundtrip,
+    kill_daemon,
+    occupy_port,
+    recorded_pids,
+    s3_client,
+    s3_roundtrip,
+    stack_cli,
+    up_ok,
+)
+
+SCRIPT = "ceph/stack.py"
+
+
+def ports():
+    return ["--mon-port", str(free_port()), "--rgw-port", str(free_port())]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    state = tmp_path_factory.mktemp("ceph")
+    info = up_ok(SCRIPT, state, "--osds", "2", "--osd-size-gb", "4", *ports())
+    yield state, info
+    res = stack_cli(SCRIPT, "down", state)
+    assert res.returncode == 0, res.stderr
+
+
+def test_up_reports_running_versions_and_health(cluster):
+    state, info = cluster
+    assert info["system_kind"] == "real"
+    assert info["versions"]["ceph-osd"].startswith("ceph version 16.2.")
+    assert info["versions"]["running"]["osd"] and sum(info["versions"]["running"]["osd"].values()) == 2
+    res = stack_cli(SCRIPT, "status", state)
+    assert res.returncode == 0, res.stderr
+    status = json.loads(res.stdout)
+    assert status["health"].startswith("HEALTH_OK") and status["healthy"] is True
+    assert {"mon.a", "mgr.a", "osd.0", "osd.1", "mds.a", "rgw.a", "fuse"} <= set(status["live"])
+    for name in status["live"]:
+        assert (state / "log" / f"{name}.log").stat().st_size > 0, f"{name} has an empty log"
+    # the S3 user's keys are stored in the state dir
+    assert json.loads((state / "s3-user.json").read_text())["access_key"].startswith("REPRO")
+
+
+def test_s3_objects_read_back_byte_for_byte(cluster):
+    state, _ = cluster
+    s3_roundtrip(s3_client(state), "repro-ceph")
+
+
+def test_cephfs_files_read_back_and_live_in_rados(cluster):
+    state, info = cluster
+    mnt = info["endpoints"]["mount"]
+    with open("/proc/self/mountinfo") as f:
+        assert any(line.split()[4] == mnt and "ceph-fuse" in line for line in f), "not a ceph-fuse mount"
+    files = fuse_roundtrip(mnt)
+    # the bytes went into the CephFS data pool, not a local directory
+    objs = subprocess.run(["rados", "-c", info["conf"], "-p", "cephfs_data", "ls"], capture_output=True,
+                          text=True, timeout=60, check=True).stdout.split()
+    assert len(objs) >= sum(1 for b in files.values() if b), objs
+
+
+def test_killed_osd_makes_status_fail_and_down_leaves_nothing(cluster):
+    state, info = cluster
+    kill_daemon(state, "osd.1")
+    res = stack_cli(SCRIPT, "status", state)
+    assert res.returncode != 0
+    assert "DEAD: osd.1" in res.stderr and "last lines of" in res.stderr and "osd.1.log" in res.stderr
+    pids = recorded_pids(state)
+    res = stack_cli(SCRIPT, "down", state)
+    assert res.returncode == 0, res.stderr
+    assert_nothing_left(state, pids)
+    assert stack_cli(SCRIPT, "status", state).returncode != 0
+
+
+def test_failed_up_cleans_up(tmp_path):
+    sock, port = occupy_port()
+    try:
+        res = stack_cli(SCRIPT, "up", tmp_path, "--mon-port", str(free_port()), "--rgw-port", str(port))
+    finally:
+        sock.close()
+    assert res.returncode != 0
+    assert f"rgw.a: port 127.0.0.1:{port} is already in use" in res.stderr
+    assert "cleaning up" in res.stderr
+    assert not (tmp_path / "stack.json").exists()
+    assert_nothing_left(tmp_path, {})
+
+
+def test_bad_arguments_start_nothing(tmp_path):
+    res = stack_cli(SCRIPT, "up", tmp_path, "--osds", "0")
+    assert res.returncode != 0 and "--osds must be 1..8" in res.stderr
+    res = stack_cli(SCRIPT, "up", tmp_path, "--hosts", "n1,n2")
+    assert res.returncode != 0 and "--public-network is required" in res.stderr
+    assert not list((tmp_path / "run").glob("*.pid"))
+
+
+def test_cluster_config_spreads_over_hosts(tmp_path):
+    """The multi-host path (not runnable here): ceph's own parser reads the generated config."""
+    conf = ceph_conf(fsid="9d7a0a55-1111-4222-8333-444455556666", state=tmp_path, data=tmp_path / "local",
+                     hosts=["node1", "node2", "node3"], mon_ip="10.0.0.1", mon_port=3300, rgw_ip="10.0.0.1",
+                     rgw_port=7480, objectstore="bluestore", osd_size_gb=100, pool_size=1,
+                     public_network="10.0.0.0/24")
+    f = tmp_path / "ceph.conf"
+    f.write_text(conf)
+
+    def lookup(name, key):
+        return subprocess.run(["ceph-conf", "-c", str(f), "--name", name, "--lookup", key], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    assert lookup("osd.4", "osd_data") == f"{tmp_path}/local/osd.4"
+    assert lookup("osd.4", "osd_crush_chooseleaf_type") == "1"
+    assert lookup("mon.a", "public_network") == "10.0.0.0/24"
+    assert lookup("mon.a", "mon_host") == "v2:10.0.0.1:3300"
+    assert lookup("client.rgw.a", "rgw_frontends") == "beast endpoint=10.0.0.1:7480"
+    assert lookup("client.admin", "auth_client_required") == "cephx"

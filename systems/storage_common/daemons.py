@@ -1,0 +1,497 @@
+"""Daemons of a storage stack: start by PID file, wait for ports, stop, unmount, report.
+
+One state directory per running stack:
+
+    STATE/stack.json        what `up` started: daemons, endpoints, versions, credentials
+    STATE/run/NAME.pid      PID file (line 1: pid, line 2: the process start time in clock ticks,
+                            so a reused PID is never mistaken for the daemon)
+    STATE/log/NAME.log      one log per daemon (stdout and stderr)
+    STATE/mounts            one FUSE mount point per line, unmounted by `down`
+
+Every daemon runs in the foreground in its own session (process group), so stopping it
+also stops anything it forked. The stacks (systems/ceph, systems/minio, systems/juicefs) use
+`Stack` and `main()` from here; none of them has its own copy of this logic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+class StackError(RuntimeError):
+    """A stack could not be brought up or is unhealthy; the message names the daemon."""
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"(no log at {path})"
+    tail = text.splitlines()[-lines:]
+    return "\n".join(tail) if tail else f"(log {path} is empty)"
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) may contain spaces: split after its closing parenthesis
+    return [raw[: raw.index("(")].strip()] + ["comm"] + raw[raw.rindex(")") + 2 :].split()
+
+
+def start_time(pid: int) -> str | None:
+    st = _proc_stat(pid)
+    return st[21] if st else None
+
+
+def pid_alive(pid: int, started: str | None = None) -> bool:
+    """True while `pid` runs (a zombie counts as dead) and, if given, started at `started`."""
+    st = _proc_stat(pid)
+    if st is None or st[2] in ("Z", "X"):
+        return False
+    return started is None or st[21] == started
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def mounted(path: Path) -> bool:
+    target = str(Path(path).resolve())
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4].replace("\\040", " ") == target:
+                return True
+    return False
+
+
+def locks_under(root: Path) -> list[str]:
+    """POSIX/flock locks (from /proc/locks) held on files below `root`."""
+    inodes = {}
+    for p in Path(root).rglob("*"):
+        with contextlib.suppress(OSError):
+            st = p.lstat()
+            inodes[(os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)] = p
+    held = []
+    with open("/proc/locks") as f:
+        for line in f:
+            parts = line.split()
+            dev = parts[-3] if parts[1] == "->" else None
+            field = next((x for x in parts if x.count(":") == 2), dev)
+            if not field:
+                continue
+            maj, mnr, ino = field.split(":")
+            key = (int(maj, 16), int(mnr, 16), int(ino))
+            if key in inodes:
+                held.append(f"{inodes[key]}: {line.strip()}")
+    return held
+
+
+def unmount(path: Path, timeout: float = 10.0) -> None:
+    """Unmount a FUSE mount (lazily if busy); no error if nothing is mounted there."""
+    path = Path(path)
+    tools = [["fusermount3", "-u"], ["fusermount", "-u"], ["umount"]]
+    for lazy in (False, True):
+        for tool in tools:
+            if not mounted(path):
+                return
+            if shutil.which(tool[0]) is None:
+                continue
+            cmd = tool + (["-z"] if lazy and tool[0].startswith("fuser") else ["-l"] if lazy else []) + [str(path)]
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+    if mounted(path):
+        raise StackError(f"could not unmount {path}")
+
+
+class Daemon:
+    """One daemon of a stack, known by its name, PID file and log."""
+
+    def __init__(self, state: Path, name: str):
+        self.state, self.name = Path(state), name
+        self.pidfile = self.state / "run" / f"{name}.pid"
+        self.log = self.state / "log" / f"{name}.log"
+
+    def read_pid(self) -> tuple[int, str | None] | None:
+        try:
+            lines = self.pidfile.read_text().split()
+        except OSError:
+            return None
+        if not lines:
+            return None
+        return int(lines[0]), (lines[1] if len(lines) > 1 else None)
+
+    def alive(self) -> bool:
+        rec = self.read_pid()
+        return rec is not None and pid_alive(*rec)
+
+    def pid(self) -> int | None:
+        rec = self.read_pid()
+        return rec[0] if rec else None
+
+    def start(self, argv: list[str], env: dict | None = None, cwd: Path | None = None) -> int:
+        """Start argv in the foreground of its own session, output to the log, PID file written."""
+        if self.alive():
+            raise StackError(f"{self.name}: already running (pid {self.pid()}, {self.pidfile})")
+        self.pidfile.parent.mkdir(parents=True, exist_ok=True)
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as log:
+            log.write(f"=== {datetime.now(UTC).isoformat()} start: {' '.join(argv)}\n".encode())
+            log.flush()
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, cwd=cwd, start_new_session=True,
+            )
+        started = start_time(proc.pid) or ""
+        tmp = self.pidfile.with_suffix(".pid.tmp")
+        tmp.write_text(f"{proc.pid}\n{started}\n")
+        tmp.replace(self.pidfile)
+        return proc.pid
+
+    def stop(self, timeout: float = 15.0) -> bool:
+        """SIGTERM the daemon's process group, SIGKILL after `timeout`; True if it was running."""
+        rec = self.read_pid()
+        was = False
+        if rec and pid_alive(*rec):
+            was = True
+            pid = rec[0]
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGTERM) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while pid_alive(*rec) and time.monotonic() < deadline:
+                _reap(pid)
+                time.sleep(0.1)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            while pid_alive(*rec):
+                _reap(pid)
+                time.sleep(0.05)
+        if rec:
+            _kill_group_leftovers(rec[0])
+        self.pidfile.unlink(missing_ok=True)
+        return was
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _kill_group_leftovers(pgid: int) -> None:
+    """Kill processes left in the daemon's process group after its leader ended."""
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        st = _proc_stat(int(d.name))
+        if st and st[2] not in ("Z", "X") and st[4] == str(pgid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(d.name), signal.SIGKILL)
+
+
+def wait_until(what: str, check: Callable[[], bool], timeout: float, daemon: Daemon | None = None,
+               interval: float = 0.2) -> None:
+    """Poll `check` until true; fail at once if `daemon` died, or after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError, subprocess.SubprocessError, StackError):
+            if check():
+                return
+        if daemon is not None and not daemon.alive():
+            raise StackError(f"{daemon.name} died while waiting for {what}")
+        if time.monotonic() > deadline:
+            raise StackError(f"timed out after {timeout:.0f} s waiting for {what}"
+                             + (f" ({daemon.name})" if daemon else ""))
+        time.sleep(interval)
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def wait_port(daemon: Daemon, port: int, timeout: float, host: str = "127.0.0.1") -> None:
+    wait_until(f"{host}:{port} to accept connections", lambda: port_open(port, host), timeout, daemon)
+
+
+def require_port_free(daemon_name: str, port: int, host: str = "127.0.0.1") -> None:
+    if not port_free(port, host):
+        raise StackError(f"{daemon_name}: port {host}:{port} is already in use")
+
+
+def binary_version(argv: list[str], timeout: float = 30) -> str:
+    """First non-empty line a binary prints for its version flag."""
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    text = (out.stdout + out.stderr).strip()
+    if out.returncode != 0 or not text:
+        raise StackError(f"cannot read the version of {argv[0]}: {text or 'no output'}")
+    return text.splitlines()[0].strip()
+
+
+def which(name: str, hint: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise StackError(f"{name} not found on PATH ({hint})")
+    return path
+
+
+def run(argv: list[str], what: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    """Run a set-up command; on failure raise naming it, with its output."""
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired as e:
+        raise StackError(f"{what}: timed out after {timeout} s ({' '.join(argv)})") from e
+    if out.returncode != 0:
+        raise StackError(f"{what} failed (exit {out.returncode}): {' '.join(argv)}\n{out.stdout}{out.stderr}")
+    return out
+
+
+def write_json(path: Path, data: dict) -> None:
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+class Stack:
+    """A storage stack: an ordered list of daemons plus mounts, all under one state directory.
+
+    Subclasses implement `start()` (start daemons with `self.daemon(...)`, record mounts with
+    `self.add_mount`, fill `self.info`) and may extend `versions()` and `add_arguments()`.
+    """
+
+    name = "stack"
+    system_kind = "real"
+    stop_timeout = 15.0  # seconds from SIGTERM to SIGKILL
+
+    def __init__(self, state: Path, args: argparse.Namespace | None = None):
+        self.state = Path(state).resolve()
+        self.args = args
+        self.info: dict = {}
+        self.started: list[str] = []
+
+    # -- helpers for subclasses ------------------------------------------------------------
+    def daemon(self, name: str) -> Daemon:
+        return Daemon(self.state, name)
+
+    def launch(self, name: str, argv: list[str], env: dict | None = None, cwd: Path | None = None) -> Daemon:
+        d = self.daemon(name)
+        print(f"{self.name}: starting {name}", flush=True)
+        d.start(argv, env=env, cwd=cwd)
+        self._record_started(name)
+        return d
+
+    def _record_started(self, name: str) -> None:
+        if name not in self.started:
+            self.started.append(name)
+        (self.state / "run").mkdir(parents=True, exist_ok=True)
+        (self.state / "run" / "daemons").write_text("\n".join(self.started) + "\n")
+
+    def add_mount(self, path: Path) -> None:
+        f = self.state / "mounts"
+        known = f.read_text().split("\n") if f.exists() else []
+        if str(path) not in known:
+            with open(f, "a") as fh:
+                fh.write(f"{path}\n")
+
+    def mounts(self) -> list[Path]:
+        f = self.state / "mounts"
+        return [Path(x) for x in f.read_text().split("\n") if x] if f.exists() else []
+
+    def known_daemons(self) -> list[str]:
+        f = self.state / "run" / "daemons"
+        names = f.read_text().split() if f.exists() else []
+        # PID files of daemons a crashed `up` never listed are found too
+        extra = sorted(p.stem for p in (self.state / "run").glob("*.pid") if p.stem not in names)
+        return names + extra
+
+    # -- the three commands ----------------------------------------------------------------
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def up(self) -> dict:
+        if (self.state / "stack.json").exists() and any(self.daemon(n).alive() for n in self.known_daemons()):
+            raise StackError(f"{self.name}: already up in {self.state} (run `down` first)")
+        self.state.mkdir(parents=True, exist_ok=True)
+        (self.state / "stack.json").unlink(missing_ok=True)
+        t0 = time.monotonic()
+        try:
+            self.start()
+            self.info.update(stack=self.name, system_kind=self.system_kind, state=str(self.state),
+                             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                             daemons=self.started, mounts=[str(m) for m in self.mounts()],
+                             versions=self.versions(), up_seconds=round(time.monotonic() - t0, 2))
+            write_json(self.state / "stack.json", self.info)
+        except BaseException as e:
+            failing = self._failing_daemon(e)
+            print(f"{self.name}: up FAILED: {e}", file=sys.stderr)
+            if failing:
+                d = self.daemon(failing)
+                print(f"--- last lines of {d.log} ---\n{log_tail(d.log)}\n---", file=sys.stderr)
+            print(f"{self.name}: cleaning up everything `up` started", file=sys.stderr)
+            self.down(quiet=True)
+            raise
+        return self.info
+
+    def _failing_daemon(self, exc: BaseException) -> str | None:
+        msg = str(exc)
+        for name in reversed(self.known_daemons()):
+            if msg.startswith(name + " ") or msg.startswith(name + ":") or f"({name})" in msg:
+                return name
+        dead = [n for n in self.started if not self.daemon(n).alive()]
+        return dead[0] if dead else (self.started[-1] if self.started else None)
+
+    def down(self, quiet: bool = False) -> dict:
+        t0 = time.monotonic()
+        problems = []
+        for m in reversed(self.mounts()):
+            try:
+                unmount(m)
+            except StackError as e:
+                problems.append(str(e))
+        stopped = []
+        for name in reversed(self.known_daemons()):
+            t1 = time.monotonic()
+            if self.daemon(name).stop(self.stop_timeout):
+                stopped.append(f"{name} {time.monotonic() - t1:.1f}s")
+        # a mount whose daemon was only now stopped may need a second, lazy unmount
+        for m in self.mounts():
+            with contextlib.suppress(StackError):
+                unmount(m)
+        still = [str(m) for m in self.mounts() if mounted(m)]
+        if still:
+            problems.append(f"still mounted: {', '.join(still)}")
+        if not problems:
+            (self.state / "mounts").unlink(missing_ok=True)
+            (self.state / "run" / "daemons").unlink(missing_ok=True)
+        (self.state / "stack.json").unlink(missing_ok=True)
+        result = {"stack": self.name, "stopped": stopped, "down_seconds": round(time.monotonic() - t0, 2)}
+        if not quiet:
+            print(f"{self.name}: down ({', '.join(stopped) or 'nothing was running'})", flush=True)
+        if problems:
+            raise StackError("; ".join(problems))
+        return result
+
+    def status(self) -> tuple[dict, list[str]]:
+        """The stack's recorded state plus a live check of every daemon and mount."""
+        f = self.state / "stack.json"
+        info = json.loads(f.read_text()) if f.exists() else {"stack": self.name, "up": False}
+        daemons, dead = {}, []
+        for name in self.known_daemons():
+            d = self.daemon(name)
+            ok = d.alive()
+            daemons[name] = {"pid": d.pid(), "alive": ok, "log": str(d.log)}
+            if not ok:
+                dead.append(name)
+        for m in self.mounts():
+            if not mounted(m):
+                dead.append(f"mount {m}")
+        if not f.exists():
+            dead.append("stack (not up: no stack.json)")
+        info["live"] = daemons
+        info["healthy"] = not dead
+        return info, dead
+
+    def versions(self) -> dict:
+        return {}
+
+    # -- several hosts --------------------------------------------------------------------------
+    def hosts(self) -> list[str]:
+        hosts = [h for h in getattr(self.args, "hosts", "localhost").split(",") if h]
+        if not hosts:
+            raise StackError("--hosts is empty")
+        return hosts
+
+    def on_host(self, host: str, argv: list[str]) -> list[str]:
+        """argv as run on `host`: unchanged for this host, else behind the --launcher prefix."""
+        if host in LOCAL_HOSTS or host == socket.gethostname():
+            return argv
+        return self.args.launcher.format(host=host).split() + argv
+
+    # -- command line ----------------------------------------------------------------------
+    @classmethod
+    def add_arguments(cls, p: argparse.ArgumentParser) -> None:
+        pass
+
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1")
+
+
+def add_host_arguments(p: argparse.ArgumentParser, first_host_runs: str) -> None:
+    """--hosts and --launcher, the same for every stack."""
+    p.add_argument("--hosts", default="localhost",
+                   help=f"comma-separated system nodes; {first_host_runs} (default: localhost, one host)")
+    p.add_argument("--launcher", default="srun --overlap --nodes=1 --ntasks=1 --nodelist={host}",
+                   help="command prefix that runs a daemon on another host ({host} is replaced; default: an srun step)")
+
+
+@contextlib.contextmanager
+def state_lock(state: Path) -> Iterator[None]:
+    """Serialise up/down/status on one state directory (the lock dies with the process)."""
+    state.mkdir(parents=True, exist_ok=True)
+    with open(state / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds through `up`, which then cleans up what it started
+
+
+def main(stack_cls: type[Stack], argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=f"{stack_cls.name}/stack.py", description=(stack_cls.__doc__ or "").strip())
+    p.add_argument("command", choices=["up", "down", "status"])
+    p.add_argument("--state", required=True, type=Path, help="state directory (PID files, logs, stack.json)")
+    stack_cls.add_arguments(p)
+    args = p.parse_args(argv)
+    stack = stack_cls(args.state, args)
+    signal.signal(signal.SIGTERM, _terminate)
+    with state_lock(stack.state):
+        try:
+            if args.command == "up":
+                info = stack.up()
+                print(json.dumps(info, indent=2, sort_keys=True))
+                return 0
+            if args.command == "down":
+                stack.down()
+                return 0
+            info, dead = stack.status()
+            print(json.dumps(info, indent=2, sort_keys=True))
+            if dead:
+                for name in dead:
+                    print(f"{stack.name}: DEAD: {name}", file=sys.stderr)
+                    d = stack.daemon(name)
+                    if d.log.exists():
+                        print(f"--- last lines of {d.log} ---\n{log_tail(d.log)}\n---", file=sys.stderr)
+                return 1
+            return 0
+        except StackError as e:
+            print(f"{stack.name}: error: {e}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
