@@ -1,3 +1,3 @@
 module repro/tools/cosbench
 
-go 1.22
+go 1.19

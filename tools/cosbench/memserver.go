@@ -60,11 +60,11 @@ func (m *MemServer) bucket(name string) *memBucket {
 }
 
 func (m *MemServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m.reqs.Add(1)
 	if m.Admin && strings.HasPrefix(r.URL.Path, "/_memserver/") {
 		m.admin(w, r)
 		return
 	}
+	m.reqs.Add(1) // S3 requests only
 	if m.SecretKey != "" {
 		who, ok := verifyRequest(r, m.SecretKey)
 		if !ok {

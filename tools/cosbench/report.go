@@ -127,10 +127,10 @@ func percentile(sorted []float64, p float64) float64 {
 	return sorted[rank-1]
 }
 
-// num formats like Java's DecimalFormat("0.##") (half-even rounding).
+// num formats like Java's DecimalFormat("0.##") (half-even rounding of the exact value).
 func num(v float64) string {
-	r := math.RoundToEven(v*100) / 100
-	s := strconv.FormatFloat(r, 'f', 2, 64)
+	// FormatFloat rounds the exact binary value half-to-even, as DecimalFormat does
+	s := strconv.FormatFloat(v, 'f', 2, 64)
 	s = strings.TrimRight(s, "0")
 	s = strings.TrimSuffix(s, ".")
 	if s == "-0" {

@@ -56,6 +56,9 @@ func ParseSelector(text string) (*Selector, error) {
 		return nil, fmt.Errorf("empty selector")
 	}
 	sel := &Selector{Text: t}
+	if strings.HasPrefix(t, "h(") {
+		return nil, fmt.Errorf("selector %q: histogram selector h() not supported", t)
+	}
 	if len(t) >= 4 && t[1] == '(' && strings.HasSuffix(t, ")") {
 		args := strings.Split(t[2:len(t)-1], ",")
 		nums := make([]int64, 0, 2)
@@ -85,8 +88,6 @@ func ParseSelector(text string) (*Selector, error) {
 			}
 			sel.Kind, sel.Lo, sel.Hi = SelKind(t[0]), nums[0], nums[1]
 			return sel, nil
-		case 'h':
-			return nil, fmt.Errorf("selector %q: histogram selector h() not supported", t)
 		default:
 			return nil, fmt.Errorf("selector %q: unknown distribution %q (supported: c, u, r, s)", t, t[0])
 		}
