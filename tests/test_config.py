@@ -30,7 +30,7 @@ def test_bad_config_fails_at_start_naming_the_key(snake, workspace, text, named)
 
 def test_local_and_full_configs_plan(snake):
     local = snake("-n", "--profile", "profiles/local", timeout=120)
-    assert "tco_model" in local.stdout and "report_html" in local.stdout
+    assert "tco_run" in local.stdout and "report_html" in local.stdout
     full = snake("-n", "--profile", "profiles/slurm", "--configfile", "config/config.yaml", timeout=300)
-    assert "cloudcost_model" in full.stdout
+    assert "cloudcost_run" in full.stdout
     assert "slurm_partition=batch" in full.stdout  # the cluster plan carries Slurm resources

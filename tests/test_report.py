@@ -7,11 +7,12 @@ import re
 from html import escape
 
 import pandas as pd
+from repro.testing import only_studies
 
 
 def test_report_collects_claims_and_marks_missing_studies(snake, workspace):
     overlay = workspace / "overlay.yaml"
-    overlay.write_text("mpifuse: {enabled: false}\nmemfs: {enabled: false}\n")
+    overlay.write_text(only_studies("tco", "cloudcost"))
     snake("--profile", "profiles/local", "--configfile", "config/local.yaml", str(overlay))
     html = (workspace / "paper/index.html").read_text()
     combined = pd.read_csv(workspace / "paper/claims.csv", dtype=str, keep_default_na=False)
@@ -21,7 +22,11 @@ def test_report_collects_claims_and_marks_missing_studies(snake, workspace):
         # every claim's published and reproduced values appear in the HTML as written in the CSV
         for r in own.itertuples():
             assert f"<td>{escape(r.published)}</td>" in html and f"<td>{escape(r.reproduced)}</td>" in html
-    for study in ("mpifuse", "memfs"):
+    from repro import config as rc
+
+    off = [s for s in rc.study_names() if s not in ("tco", "cloudcost", "smoke")]
+    assert {"mpifuse", "memfs"} <= set(off)
+    for study in off:  # every switched-off study with a report entry shows as not run
         row = combined[combined.study == study]
         assert len(row) == 1 and row.verdict.iloc[0] == "not run"
     assert len(re.findall(r'<td class="ok">reproduced</td>', html)) >= 2 * 13
@@ -38,8 +43,8 @@ def test_report_from_what_exists_after_a_failed_benchmark_job(snake, workspace, 
     blocker.write_text("a file where the scratch directory should be\n")
     overlay = workspace / "overlay.yaml"
     overlay.write_text(
-        "memfs: {enabled: false}\n"
-        "mpifuse:\n"
+        only_studies("tco", "cloudcost", "mpifuse")
+        + "mpifuse:\n"
         "  nodes: [1]\n  sizes: [1KB]\n  sources: [scratch]\n  repeats: 1\n  variants: [native, osr]\n"
         "  speed: {enabled: false}\n  figure4: {nodes: 1, size: 1KB, source: scratch}\n"
         f"  scratch: {{path: {blocker}/scratch}}\n"

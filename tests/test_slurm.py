@@ -47,7 +47,7 @@ def test_n_plus_1_mpi_job_gets_distinct_nodes(snake, workspace):
           _overlay(workspace, {"smoke": {"nodes": [3]}}), timeout=400)
     raw = json.loads((workspace / "results/smoke/raw/nodes~3/rep~0.json").read_text())
     assert raw["status"] == "ok" and raw["sanity"]["one_rank_per_node"] is True
-    job = _slurm_job("rule_smoke_layout_probe_wildcards_3")
+    job = _slurm_job("rule_smoke_run_wildcards_3")
     nodes = _expand_nodelist(job["NodeList"])
     assert job["NumNodes"] == "4" and len(set(nodes)) == 4
     ranks = raw["extra"]["ranks"]
@@ -71,7 +71,7 @@ def test_failed_job_fails_the_workflow_and_resumes(snake, workspace, tmp_path):
     first = (raw / "nodes~1/rep~0.json").stat().st_mtime_ns
     fault.unlink()
     proc = snake(*args, timeout=400)
-    assert re.search(r"smoke_layout_probe\s+1\b", proc.stdout + proc.stderr)  # only the failed job re-ran
+    assert re.search(r"smoke_run\s+1\b", proc.stdout + proc.stderr)  # only the failed job re-ran
     assert (raw / "nodes~2/rep~0.json").exists()
     assert (raw / "nodes~1/rep~0.json").stat().st_mtime_ns == first
     assert not (workspace / "results/smoke/failed/nodes~2/rep~0.json").exists()

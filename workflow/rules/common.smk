@@ -1,4 +1,7 @@
-# Shared by every study: configuration validation, launchers, containers.
+# The engine, shared by every study: the Python path, configuration validation,
+# launchers, containers and the study registry. No study names in here: a study
+# is a folder workflow/studies/<study>/ (rules.smk, schema.yaml, ...) that the
+# Snakefile includes, and it declares itself with register_study(...).
 import json
 import os
 import shlex
@@ -6,9 +9,22 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
-sys.path.insert(0, os.path.join(workflow.basedir, "workflow", "scripts"))
-from repro import config as repro_config  # noqa: E402
-from repro import paramspace  # noqa: E402
+# One Python path for the rules, their jobs (local, in a container, or on a Slurm node, where
+# Snakemake re-reads this file) and the tests: the shared library (workflow/lib: `repro`), the
+# studies (workflow: `studies.<study>.<script>`, run as `python3 -m ...`) and the repository
+# root (`tools.<tool>`).
+PYTHONPATH_DIRS = [
+    os.path.join(workflow.basedir, d) for d in ("workflow/lib", "workflow", ".")
+]
+for _d in reversed(PYTHONPATH_DIRS):
+    if _d not in sys.path:
+        sys.path.insert(0, _d)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    PYTHONPATH_DIRS
+    + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in PYTHONPATH_DIRS]
+)
+from repro import config as repro_config
+from repro import paramspace
 
 # ---------------------------------------------------------------------------
 # Configuration: validated at start-up (unknown keys, wrong types, impossible
@@ -25,8 +41,9 @@ config.update(_validated)
 SCALE = config["scale"]
 LAUNCHER = config["launcher"]  # local | slurm
 ALLOW_INCOMPLETE = config["allow_incomplete"]
-SCRIPTS = "workflow/scripts"
-STUDY_NAMES = ["tco", "cloudcost", "mpifuse", "memfs"]
+SCRIPTS = "workflow/scripts"  # the engine's shell scripts (set-up, Slurm, MPI environment)
+STUDIES = "workflow/studies"
+STUDY_NAMES = repro_config.study_names()  # every study folder, derived
 
 
 def enabled(study):
@@ -89,7 +106,7 @@ def system_image_input(name):
 # ---------------------------------------------------------------------------
 MPI_ENV = (
     f"export REPRO_SINGLE_HOST={int(config['cluster']['single_host'])}; "
-    "source workflow/scripts/mpi-env.sh"
+    f"source {SCRIPTS}/mpi-env.sh"
 )
 
 
@@ -124,12 +141,44 @@ def analysis_resources():
 
 
 # ---------------------------------------------------------------------------
-# The report: every study registers what the report shows (rule files fill
-# STUDY_REPORT[<study>]); workflow/rules/report.smk collects the enabled ones.
+# The study registry. Each study's rules.smk calls register_study(...) once; the
+# report, `rule containers` (images), `rule kick_the_tires` and the tests' list of
+# studies are derived from it -- nothing else to edit when a study is added.
 #   title, paper, enabled, claims, measurements, figures [{path, caption}],
-#   tables [{path, caption}], stand_ins [text], expected_times {...}, benchmarks [paths]
+#   tables [{path, caption}], stand_ins [text], expected_times {...}, benchmarks [paths],
+#   images [names of containers/<name>.def the study's jobs run in],
+#   kick [outputs of the study's kick-the-tires target]
 # ---------------------------------------------------------------------------
 STUDY_REPORT = {}
+STUDY_IMAGES = {}
+STUDY_KICK = {}
+
+_REPORT_KEYS = ("claims", "measurements", "figures", "tables", "stand_ins", "benchmarks")
+
+
+def register_study(study, *, images=(), kick=(), report=True, **entry):
+    """Declare a study: its report entry (unless report=False), images and kick targets."""
+    if study not in STUDY_NAMES:
+        raise WorkflowError(f"register_study({study!r}): no folder {STUDIES}/{study}/rules.smk")
+    STUDY_IMAGES[study] = list(images)
+    STUDY_KICK[study] = list(kick)
+    if report:
+        entry.setdefault("enabled", enabled(study))
+        for k in _REPORT_KEYS:
+            entry.setdefault(k, [])
+        entry.setdefault("expected_times", {})
+        STUDY_REPORT[study] = entry
+    return entry
+
+
+def study_module(study, script):
+    """`python3 -m studies.<study>.<script>` with the project's Python path."""
+    return f"python3 -m studies.{study}.{script}"
+
+
+def study_code(study, *scripts):
+    """The files a rule's code consists of (inputs, so a change re-runs it)."""
+    return [f"{STUDIES}/{study}/{s}.py" for s in scripts]
 
 
 def bench_log(study, name):

@@ -1,12 +1,14 @@
 # Apptainer images: containers/<name>.def -> containers/sif/<name>.sif (pinned
 # inside the .def; a content-hash cache under ~/.cache/repro/sif makes an
 # unchanged image a copy). Runs on the host, never inside a container.
+# `rule containers` builds the analysis image and every image a study declares
+# (register_study(..., images=[...])).
 
 
 rule build_container:
     input:
         definition="containers/{name}.def",
-        builder="workflow/scripts/setup/build-sif.sh",
+        builder=f"{SCRIPTS}/setup/build-sif.sh",
     output:
         f"{SIF_DIR}/{{name}}.sif",
     log:
@@ -25,4 +27,9 @@ rule build_container:
 
 rule containers:
     input:
-        expand(f"{SIF_DIR}/{{name}}.sif", name=["analysis", "mpifuse", "memfs"]),
+        expand(
+            f"{SIF_DIR}/{{name}}.sif",
+            name=sorted(
+                {"analysis"} | {i for imgs in STUDY_IMAGES.values() for i in imgs}
+            ),
+        ),

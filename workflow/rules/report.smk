@@ -28,7 +28,7 @@ rule report_html:
     input:
         report_inputs,
         analysis_image_input(),
-        code=f"{SCRIPTS}/report_build.py",
+        code="workflow/lib/repro/report.py",
     output:
         html="paper/index.html",
         claims="paper/claims.csv",
@@ -43,14 +43,14 @@ rule report_html:
         title=shlex.quote(config["report"]["title"]),
         scale=SCALE,
     shell:
-        "python3 workflow/scripts/report_build.py --studies {params.studies} --title {params.title}"
+        "python3 -m repro.report --studies {params.studies} --title {params.title}"
         " --scale {params.scale} --html {output.html} --claims {output.claims} > {log} 2>&1"
 
 
 rule report_pdf:
     input:
         analysis_image_input(),
-        code=f"{SCRIPTS}/report_pdf.py",
+        code="workflow/lib/repro/report_pdf.py",
         html="paper/index.html",
     output:
         "paper/report.pdf",
@@ -61,7 +61,7 @@ rule report_pdf:
     resources:
         **analysis_resources(),
     shell:
-        "python3 workflow/scripts/report_pdf.py --html {input.html} --pdf {output} > {log} 2>&1"
+        "python3 -m repro.report_pdf --html {input.html} --pdf {output} > {log} 2>&1"
 
 
 rule report:

@@ -1,16 +1,29 @@
-# Open MPI settings for the benchmark jobs (source it).
-# See ../shared/MACHINE-FACTS.md: the default one-sided component fails
-# MPI_Win_allocate here (osc=ucx works and gives MPI_THREAD_MULTIPLE), and the
-# shared-memory BTL crashes with several ranks per virtual node.
-export OMPI_MCA_osc=${OMPI_MCA_osc:-ucx}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# REPRO_SINGLE_HOST=1 (cluster.single_host in the config): all "nodes" are one
-# host. Keep traffic on loopback and keep ranks of different virtual nodes off
-# shared memory, so one-sided reads behave as between separate nodes.
+# Open MPI settings, the one copy (source it): the benchmark rules (MPI_ENV in
+# workflow/rules/common.smk), the systems' tests and their developer scripts.
+# See ../shared/MACHINE-FACTS.md. Values already set in the environment win.
+#
+#   always               osc=ucx (the default one-sided component fails MPI_Win_allocate
+#                        here; ucx gives MPI_THREAD_MULTIPLE), root allowed
+#   REPRO_SINGLE_HOST=1  all "nodes" are one host (local runs, the local Slurm cluster,
+#                        the tests): traffic on loopback, the shared-memory BTL off (it
+#                        crashes with several ranks per host), oversubscription allowed,
+#                        and UCX over TCP only, so ranks of different virtual nodes talk
+#                        as separate nodes without RDMA do (a passive-target MPI_Get then
+#                        needs the target's progress thread, as on a real cluster)
+#   REPRO_MPI_SHM=1      with REPRO_SINGLE_HOST=1: let UCX use shared memory between the
+#                        ranks (a faster, less faithful transport; some system tests use it)
+# On a real cluster (REPRO_SINGLE_HOST unset) the transports are left to Open MPI, so
+# the interconnect (InfiniBand) is used.
+export OMPI_MCA_osc="${OMPI_MCA_osc:-ucx}"
+export OMPI_ALLOW_RUN_AS_ROOT="${OMPI_ALLOW_RUN_AS_ROOT:-1}"
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}"
 if [ "${REPRO_SINGLE_HOST:-0}" = 1 ]; then
-    export OMPI_MCA_btl=${OMPI_MCA_btl:-self,tcp}
-    export OMPI_MCA_btl_tcp_if_include=${OMPI_MCA_btl_tcp_if_include:-lo}
-    export OMPI_MCA_oob_tcp_if_include=${OMPI_MCA_oob_tcp_if_include:-lo}
-    export UCX_TLS=${UCX_TLS:-tcp,self}
-    export UCX_NET_DEVICES=${UCX_NET_DEVICES:-lo}
+    export OMPI_MCA_btl="${OMPI_MCA_btl:-self,tcp}"
+    export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-lo}"
+    export OMPI_MCA_oob_tcp_if_include="${OMPI_MCA_oob_tcp_if_include:-lo}"
+    export OMPI_MCA_rmaps_base_oversubscribe="${OMPI_MCA_rmaps_base_oversubscribe:-1}"
+    if [ "${REPRO_MPI_SHM:-0}" != 1 ]; then
+        export UCX_TLS="${UCX_TLS:-tcp,self}"
+        export UCX_NET_DEVICES="${UCX_NET_DEVICES:-lo}"
+    fi
 fi

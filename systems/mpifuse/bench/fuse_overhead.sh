@@ -18,7 +18,7 @@ DIR=${3:-/dev/shm}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$HERE/build/mpifuse
 READER=${MPIFUSE_BENCH_READER:-sha256sum}
-. "$HERE/mpi-env.sh"
+REPRO_SINGLE_HOST=1 REPRO_MPI_SHM=1 . "$HERE/../../workflow/scripts/mpi-env.sh"   # one host, UCX may use shared memory
 [ -x "$BIN" ] || make -C "$HERE" -j2 >/dev/null
 
 WORK=$(mktemp -d "$DIR/mpifuse-bench.XXXXXX")

@@ -15,7 +15,7 @@ DIR=${4:-/dev/shm}
 MODES=${MODES:-osr osr-refined bcast passthrough}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$HERE/build/mpifuse
-MPIFUSE_TCP_ONLY=${MPIFUSE_TCP_ONLY:-1} . "$HERE/mpi-env.sh"
+REPRO_SINGLE_HOST=1 . "$HERE/../../workflow/scripts/mpi-env.sh"   # UCX over TCP only: separate nodes
 [ -x "$BIN" ] || make -C "$HERE" -j2 >/dev/null
 WORK=$(mktemp -d "$DIR/mpifuse-mr.XXXXXX")
 mkdir -p "$WORK/src"

@@ -8,7 +8,7 @@ BIN=$HERE/build/mpifuse
 [ -e /dev/fuse ] || { echo "smoke: SKIP (no /dev/fuse)"; exit 0; }
 command -v mpirun >/dev/null || { echo "smoke: SKIP (no mpirun)"; exit 0; }
 [ -x "$BIN" ] || make -C "$HERE" -j2 >/dev/null || exit 1
-MPIFUSE_TCP_ONLY=1 . "$HERE/mpi-env.sh"
+REPRO_SINGLE_HOST=1 . "$HERE/../../workflow/scripts/mpi-env.sh"   # UCX over TCP only: separate nodes
 WORK=$(mktemp -d /tmp/mpifuse-smoke.XXXXXX)
 MP=
 cleanup() {

@@ -29,9 +29,9 @@ from pathlib import Path
 from . import cluster_api, dag
 from .scheduler import Scheduler, TaskFailed
 
+from repro import rawio  # the project's library (workflow/lib on PYTHONPATH)
+
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "workflow" / "scripts"))
-from repro import rawio
 
 STUDY = "memfs"
 PLACEMENT = {"memfs": "uniform", "locality": "locality", "local-disk": "uniform"}

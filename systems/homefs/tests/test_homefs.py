@@ -1,0 +1,130 @@
+"""systems/homefs: the emulated home NFS really throttles, is shared, and is torn down."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from homefs_testlib import PY, REPO
+
+HOMEFS = str(REPO / "systems" / "homefs" / "homefs.py")
+
+
+def _netns() -> set[str]:
+    return set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
+
+
+def _read_rate(path: Path) -> float:
+    t0 = time.monotonic()
+    n = 0
+    with open(path, "rb", buffering=0) as fh:
+        while True:
+            b = fh.read(1 << 20)
+            if not b:
+                break
+            n += len(b)
+    return n / (time.monotonic() - t0)
+
+
+def test_throttles_to_the_configured_rate_and_tears_down(homefs_ready, tmp_path):
+    homefs = homefs_ready
+    rate_mbit = 160  # 20 MB/s
+    st = homefs.up(tmp_path / "h", nodes=1, rate_mbit=rate_mbit)
+    try:
+        tag = st["tag"]
+        assert {f"rmf-{tag}-s", f"rmf-{tag}-c1"} <= _netns()
+        f = Path(st["export"]) / "big.bin"
+        f.write_bytes(os.urandom(30_000_000))
+        c0 = homefs.counters(st)
+        rate = _read_rate(Path(st["mnt_template"].format(node=1)) / "big.bin")
+        c1 = homefs.counters(st)
+        want = rate_mbit * 1e6 / 8
+        # payload rate: NFS and TCP/IP headers take a few per cent of the link
+        assert 0.75 * want <= rate <= 1.05 * want, f"read at {rate / 1e6:.1f} MB/s, link {want / 1e6:.1f} MB/s"
+        carried = c1["server_tx_bytes"] - c0["server_tx_bytes"]
+        assert 30_000_000 <= carried <= 1.1 * 30_000_000, carried
+        assert homefs.tc_stats(st)["bytes"] >= carried
+    finally:
+        homefs.down(tmp_path / "h")
+    assert not any(n.startswith(f"rmf-{tag}") for n in _netns())
+    assert not Path(f"/sys/class/net/rmf-{tag}-br").exists()
+    assert not homefs.is_mounted(st["mnt_template"].format(node=1))
+    assert not homefs.pid_alive(st["ganesha_pid"])
+    assert not any(homefs.pid_alive(p) for p in st["client_pids"].values())
+    assert not list(Path(st["export"]).glob("*.bin"))
+
+
+def test_two_nodes_share_the_server_link(homefs_ready, tmp_path):
+    homefs = homefs_ready
+    rate_mbit = 160
+    st = homefs.up(tmp_path / "h", nodes=2, rate_mbit=rate_mbit)
+    try:
+        Path(st["export"], "a.bin").write_bytes(os.urandom(20_000_000))
+        procs = [subprocess.Popen(["dd", f"if={st['mnt_template'].format(node=i)}/a.bin", "of=/dev/null", "bs=1M"],
+                                  stderr=subprocess.DEVNULL) for i in (1, 2)]
+        t0 = time.monotonic()
+        for p in procs:
+            assert p.wait(timeout=60) == 0
+        total_rate = 40_000_000 / (time.monotonic() - t0)
+        # two nodes together get the one link's rate, not twice it: the shared bottleneck
+        assert total_rate <= 1.05 * rate_mbit * 1e6 / 8, total_rate
+        c = homefs.counters(st)
+        assert c["node_rx_bytes"]["1"] >= 20_000_000 and c["node_rx_bytes"]["2"] >= 20_000_000
+    finally:
+        homefs.down(tmp_path / "h")
+
+
+def _tag(stderr: str) -> str:
+    m = re.search(r"tag (\w+)[, ]", stderr)
+    assert m, stderr
+    return m.group(1)
+
+
+def test_run_tears_down_when_the_command_fails(homefs_ready, tmp_path):
+    p = subprocess.run([PY, HOMEFS, "run", "--state", str(tmp_path / "h"), "--nodes", "2", "--rate-mbit", "100",
+                        "--", "bash", "-c", 'test -d "$HOMEFS_STATE" && exit 7'], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 7, p.stderr
+    tag = _tag(p.stderr)
+    assert not [n for n in _netns() if n.startswith(f"rmf-{tag}-")]
+    assert not Path(f"/sys/class/net/rmf-{tag}-br").exists()
+    assert not (tmp_path / "h" / "homefs.json").exists()
+    assert (tmp_path / "h" / "log" / "ganesha.log").exists()  # a failed run keeps its logs
+
+
+def test_run_tears_down_on_sigterm(homefs_ready, tmp_path):
+    p = subprocess.Popen([PY, HOMEFS, "run", "--state", str(tmp_path / "h"), "--nodes", "1", "--rate-mbit", "100",
+                          "--", "sleep", "300"], stderr=subprocess.PIPE, text=True)
+    homefs = homefs_ready
+    mnt = tmp_path / "h" / "mnt" / "node1"
+    t_end = time.monotonic() + 60
+    while not homefs.is_mounted(mnt) and time.monotonic() < t_end:
+        time.sleep(0.05)
+    assert homefs.is_mounted(mnt), "homefs did not come up"
+    p.terminate()
+    assert p.wait(timeout=60) != 0
+    tag = _tag(p.stderr.read())
+    assert not [n for n in _netns() if n.startswith(f"rmf-{tag}-")]
+    assert not homefs.is_mounted(mnt)
+    assert not (tmp_path / "h" / "homefs.json").exists()
+
+
+@pytest.mark.slow
+def test_an_idle_client_keeps_its_nfs_lease(homefs_ready, tmp_path):
+    """An idle client still reads after 75 s (NFSv3 is stateless; with NFSv4 the keepalive renews the lease)."""
+    homefs = homefs_ready
+    st = homefs.up(tmp_path / "h", nodes=1, rate_mbit=1000)
+    try:
+        mnt = Path(st["mnt_template"].format(node=1))
+        Path(st["export"], "a").write_bytes(b"x" * 1000)
+        assert (mnt / "a").read_bytes() == b"x" * 1000
+        time.sleep(75)
+        Path(st["export"], "b").write_bytes(b"y" * 1000)
+        assert (mnt / "b").read_bytes() == b"y" * 1000
+    finally:
+        homefs.down(tmp_path / "h")

@@ -1,0 +1,85 @@
+"""Fixtures for the Montage/BLAST workflow tests (systems/mtc-workflows).
+
+Real programs throughout: astropy-made FITS tiles through the real Montage
+tools, fastasplit + makeblastdb + blastn, real memcached servers and MemFS FUSE
+mounts (systems/memfs/build).  Clusters are started by the tests and always
+torn down (context managers); generated inputs live in pytest's tmp dirs.
+
+Slow tests (marked ``slow``) run by default; ``--quick`` (REPRO_QUICK=1) skips them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+HERE = Path(__file__).resolve().parent
+WF = REPO / "systems" / "mtc-workflows"
+if str(WF) not in sys.path:  # the mtcwf package (the rules put systems/mtc-workflows on PYTHONPATH)
+    sys.path.insert(0, str(WF))
+
+TOOLS = ("mProjectPP", "mDiffFit", "mConcatFit", "mBgModel", "mBackground", "mAdd", "mImgtbl", "mExamine",
+         "makeblastdb", "blastn", "fastasplit", "memcached", "fusermount3")
+
+
+def missing_prereq() -> str | None:
+    for t in TOOLS:
+        if not shutil.which(t):
+            return f"{t} is not installed (Debian: montage montage-gridtools ncbi-blast+ exonerate memcached fuse3)"
+    if not os.path.exists("/dev/fuse"):
+        return "/dev/fuse is missing"
+    try:
+        import astropy  # noqa: F401
+    except ImportError:
+        return "astropy is not installed in this Python (pip install astropy)"
+    return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prereqs():
+    why = missing_prereq()
+    if why:
+        pytest.skip(why)
+    r = subprocess.run(["make", "-s", "-C", str(REPO / "systems" / "memfs"), "-j2", "all"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail("MemFS build failed:\n" + r.stdout[-2000:] + r.stderr[-2000:])
+
+
+@pytest.fixture(scope="session")
+def montage_inputs(tmp_path_factory):
+    from mtcwf import gen_montage
+
+    d = tmp_path_factory.mktemp("montage_in")
+    gen_montage.generate(d, grid=3, npix=128, overlap=0.3, seed=3)
+    return d
+
+
+@pytest.fixture(scope="session")
+def blast_inputs(tmp_path_factory):
+    from mtcwf import gen_blast
+
+    d = tmp_path_factory.mktemp("blast_in")
+    gen_blast.generate(d, db_bp=400_000, fragments=4, queries=2, seqs_per_query=3, query_bp=300,
+                       contig_bp=10_000, seed=11)
+    return d
+
+
+def run_workflow(tmp: Path, workflow: str, inputs: Path, design: str, nodes: int = 2, k: int = 1,
+                 launcher: str = "standin", rep: int = 0, extra: list[str] | None = None):
+    """Run mtcwf.run in a subprocess; returns (rc, raw path, output)."""
+    raw = tmp / "results" / "memfs" / "raw" / f"workflow~{workflow}" / f"design~{design}" / \
+        f"nodes~{nodes}" / f"tasks_per_node~{k}" / f"rep~{rep}.json"
+    cmd = [sys.executable, "-m", "mtcwf.run", "--workflow", workflow, "--inputs", str(inputs), "--design", design,
+           "--nodes", str(nodes), "--tasks-per-node", str(k), "--rep", str(rep), "--raw", str(raw),
+           "--launcher", launcher, "--memcached-mb", "128", "--task-timeout", "120",
+           "--tmp-base", str(tmp)] + list(extra or [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(WF), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    return p.returncode, raw, p.stdout + p.stderr

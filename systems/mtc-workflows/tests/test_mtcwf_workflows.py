@@ -1,0 +1,98 @@
+"""Tiny Montage and BLAST runs through the real tools, on real MemFS mounts; failures are loud."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from mtcwf_testlib import REPO, run_workflow
+
+
+def _ok(rc, raw, out):
+    assert rc == 0, out[-3000:]
+    rec = json.loads(raw.read_text())
+    assert rec["status"] == "ok" and rec["sanity"]["ok"], rec["sanity"]
+    return rec
+
+
+def test_montage_on_memfs_makes_a_mosaic(tmp_path, montage_inputs):
+    rec = _ok(*run_workflow(tmp_path, "montage", montage_inputs, "memfs", nodes=2, k=2))
+    s = rec["sanity"]
+    assert s["mosaic_naxis1"] == s["template_naxis1"] and s["mosaic_naxis2"] == s["template_naxis2"]
+    assert s["coverage"] > 0.95 and s["tiles_corrected"] == 9
+    assert s["bg_spread_corrected"] < 0.35 * s["bg_spread_planted"]  # mBgModel/mBackground matched them
+    stages = {st["stage"]: st for st in rec["extra"]["stages"]}
+    assert stages["mProjectPP"]["tasks"] == 9 and stages["mBackground"]["tasks"] == 9
+    assert stages["mDiffFit"]["tasks"] >= 12  # every overlapping pair (incl. diagonals)
+    timed = {m["labels"]["stage"] for m in rec["metrics"] if m["metric"] == "stage_time" and m["labels"]["timed"]}
+    assert timed == {"mProjectPP", "mDiffFit", "mBackground"}
+    mem = [m for m in rec["metrics"] if m["metric"] == "data_bytes"]
+    assert {m["labels"]["node"] for m in mem} == {1, 2} and all(m["value"] > 0 for m in mem)
+    assert [m["labels"]["role"] for m in sorted(mem, key=lambda m: m["labels"]["node"])] == ["scheduler", "other"]
+    # uniform placement spread the parallel tasks over both nodes
+    assert all(v > 0 for v in stages["mDiffFit"]["per_node_tasks"].values())
+    # aggregation stages ran on the scheduler node only
+    assert stages["mBgModel"]["per_node_tasks"] == {"1": 1, "2": 0}
+
+
+def test_montage_locality_concentrates_data_on_the_scheduler_node(tmp_path, montage_inputs):
+    rec = _ok(*run_workflow(tmp_path, "montage", montage_inputs, "locality", nodes=2, k=1))
+    data = {m["labels"]["node"]: m["value"] for m in rec["metrics"] if m["metric"] == "data_bytes"}
+    assert data[1] > 1.3 * data[2]  # mImgtbl/mAdd replicated every image onto node 1
+    stages = {st["stage"]: st for st in rec["extra"]["stages"]}
+    assert stages["mProjectPP"]["first_input_local"] == 9  # placed where its raw tile lives
+    counters = rec["extra"]["memfs_counters"]
+    assert counters["1"]["locality_replications"] > 0
+
+
+def test_blast_finds_every_planted_hit(tmp_path, blast_inputs):
+    rec = _ok(*run_workflow(tmp_path, "blast", blast_inputs, "memfs", nodes=2, k=1))
+    assert rec["sanity"]["found"] == rec["sanity"]["queries"] == 6
+    stages = {st["stage"]: st["tasks"] for st in rec["extra"]["stages"]}
+    assert stages == {"stage_in": 6, "formatdb": 4, "blastall": 8, "merge": 2}
+
+
+def test_blast_on_locality_and_local_disk(tmp_path, blast_inputs):
+    for design in ("locality", "local-disk"):
+        rec = _ok(*run_workflow(tmp_path / design, "blast", blast_inputs, design, nodes=2, k=1))
+        assert rec["sanity"]["found"] == 6
+        if design == "local-disk":
+            st = {s["stage"]: s for s in rec["extra"]["stages"]}
+            # the merge on node 1 needed the other node's outputs: the driver copied them
+            assert st["merge"]["copies"] > 0
+            assert all(m["value"] > 0 for m in rec["metrics"] if m["metric"] == "data_bytes")
+
+
+def test_corrupted_input_fails_the_run_loudly(tmp_path, montage_inputs):
+    bad = tmp_path / "bad_inputs"
+    shutil.copytree(montage_inputs, bad)
+    tile = sorted((bad / "raw").iterdir())[4]
+    tile.write_bytes(tile.read_bytes()[:2000])  # a truncated FITS file
+    rc, raw, out = run_workflow(tmp_path, "montage", bad, "memfs", nodes=2, k=1)
+    assert rc == 1
+    assert not raw.exists()
+    failed = tmp_path / "results" / "memfs" / "failed" / raw.relative_to(tmp_path / "results" / "memfs" / "raw")
+    rec = json.loads(failed.read_text())
+    assert rec["status"] == "failed" and "mProjectPP" in rec["failure"] and tile.name in rec["failure"]
+    assert "FAILED" in out
+
+
+def test_no_leftover_mounts_or_servers(tmp_path, blast_inputs):
+    """After a run (ok or failed) nothing of the cluster is left: no mounts under the work dir."""
+    run_workflow(tmp_path, "blast", blast_inputs, "memfs", nodes=1, k=2)
+    with open("/proc/self/mountinfo") as fh:
+        mounts = fh.read()
+    assert str(tmp_path) not in mounts
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("mtcwf-")]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (REPO / "systems" / "mtc" / "launch.py").exists(), reason="systems/mtc not there")
+@pytest.mark.parametrize("design", ["memfs", "locality", "local-disk"])
+def test_montage_on_the_shared_launcher(tmp_path, montage_inputs, design):
+    """The same run on systems/mtc: agents in network namespaces, tc-shaped links."""
+    net = json.dumps({"name": "test", "emulate": True, "rate_mbit": 1000})
+    rec = _ok(*run_workflow(tmp_path, "montage", montage_inputs, design, nodes=2, k=2, launcher="mtc",
+                            extra=["--network", net]))
+    assert rec["system_kind"] == "stand-in:network-namespaces"

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Figure 7 of paper 002: cloud vs on-premises costs month by month (cumulative and monthly)."""
+
+from __future__ import annotations
+
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from repro import cli, plotting  # noqa: E402
+
+
+def main() -> None:
+    args, cfg = cli.parse(__doc__, "series", "break-even", "out")
+    currency = cfg["currency"]
+    df = pd.read_csv(args.series)
+    be = pd.read_csv(args.break_even)
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    options = list(df.option.unique())
+    palette = dict(zip(options, sns.color_palette("tab10", len(options))))
+    for opt in options:
+        sub = df[df.option == opt]
+        ls = "-" if opt == "cloud" else "--"
+        ax1.plot(sub.month, sub.cumulative_cost, ls, color=palette[opt], label=opt)
+        sub1 = sub[sub.month >= 1]
+        ax2.step(sub1.month, sub1.monthly_cost, where="mid", linestyle=ls, color=palette[opt], label=opt)
+    for r in be.itertuples():
+        if pd.notna(r.break_even_month):
+            m = int(r.break_even_month)
+            y = df[(df.option == f"on-premises {r.tier}") & (df.month == m)].cumulative_cost.iloc[0]
+            ax1.plot([m], [y], "o", color=palette[f"on-premises {r.tier}"])
+            ax1.annotate(f"{r.tier}: month {m}", (m, y), textcoords="offset points", xytext=(5, -12), fontsize=7)
+    fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}")
+    ax1.set(xlabel="Month", ylabel=f"Cumulative cost ({currency})", title="Total cost over time")
+    ax2.set(xlabel="Month", ylabel=f"Monthly cost ({currency})", title="Monthly cost",
+            yscale="log")
+    ax1.yaxis.set_major_formatter(fmt)
+    ax2.yaxis.set_major_formatter(fmt)
+    ax1.legend(fontsize=7)
+    fig.suptitle("Cloud (AWS PAYG) vs on-premises (assumed prices; paper Tables 6-7 omitted)", fontsize=9)
+    fig.tight_layout()
+    plotting.save(fig, args.out)
+    print(f"cloudcost: wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

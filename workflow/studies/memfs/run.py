@@ -1,0 +1,615 @@
+#!/usr/bin/env python3
+"""MemFS study (paper 004, Section 2.4.1): one benchmark configuration per call.
+
+    python3 -m studies.memfs.run envelope --network IPoIB --design memfs --nodes 4 --size 1MiB --rep 0 \
+        --config '<memfs config JSON>' --out results/memfs/raw/envelope/.../rep~0.json
+
+Experiments (each writes one repro.raw/1 record; a failed sanity check writes
+a failure record and exits non-zero):
+
+* ``envelope``  -- the MTC Envelope I/O metrics with real iozone: write,
+  1-1 read (locality design: locality-aware placement, i.e. local; plus the
+  "remote" 1-1 read of Table 2.1), N-1 read (locality design: multicast by
+  replicate-on-read, then local reads).
+* ``metadata``  -- create/stat/open/remove rates with mdtest (or
+  tools/mdtest/mdbench, same flags and summary) over MPI ranks on the nodes.
+* ``stripe``    -- write (and read) bandwidth for one stripe size (Figure 2.3a).
+* ``threads``   -- read (and write) bandwidth for one prefetch pool size (Figure 2.3b).
+* ``limit``     -- raw memcached set/get bandwidth (mcbench) on the same layout and
+  value size, and the emulated link's measured rate (iperf3).
+
+The driver is this process (the n+1 layout's extra node); the n system nodes
+are agents of systems/mtc (memcached + FUSE clients each).  Only the standard
+library is used, so it runs with any python3 on a cluster's first node.
+
+Envelope protocol (one configuration = one fresh cluster):
+
+* write: every node writes ``files_per_node`` files of the size in batches of
+  ``procs_per_node`` iozone processes (``iozone -t P -F ... -i 0 -c -e -+n -w
+  -x -C -V 165``: close and fsync timed, no re-tests, no stonewalling, data
+  pattern written for verification);
+* 1-1 read: every node reads a different node's files (MemFS: node i+1's;
+  locality design: its own, i.e. locality-aware placement) with ``-i 1 -V``
+  (every byte checked);
+* N-1 read: node 0 writes one file (untimed), every node reads it with P
+  processes; for the locality design every other node first opens it once
+  (replicate-on-read = the multicast), timed in the agent;
+* remote 1-1 read (locality design, n >= 2): node i opens node i+1's files
+  (each open replicates the file: the remote transfer, timed), then reads them.
+
+Per node, iozone's own per-child timings give the time of a batch (its slowest
+child); the node's time is the sum over its batches.  bandwidth (MB/s, 10^6 B)
+= bytes / (time + the node's multicast/replication time) and throughput
+(ops/s) = read()/write() calls (bytes / record size) / time -- the multicast
+counts in the N-1 bandwidth only (the paper's rule), the remote transfer in
+both.  Aggregates are sums over the nodes, which run concurrently.
+Sanity (else a failure record): every iozone exits 0, transfers every byte,
+finds no verify error; written files have their size; the locality design
+keeps files on the writer's server, does not replicate local reads, and
+replicates on the multicast and remote reads (memfs-stats counters).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from repro import cli, paramspace, provenance, rawio
+from studies.memfs.layout import system_kind
+from systems.mtc import launch
+from tools.common import ParseError
+from tools.iozone import parser as iozone
+from tools.iperf3.parser import parse_iperf3
+from tools.mcbench.parser import parse_mcbench
+from tools.mdtest.parser import parse_mdtest
+
+REPO = Path(__file__).resolve().parents[3]
+
+MB = 1e6  # the paper's MB/s
+DESIGN_LABEL = {"memfs": "MemFS", "locality": "locality-based (AMFS-style re-implementation)"}
+
+
+class SanityError(RuntimeError):
+    pass
+
+
+def say(msg: str) -> None:
+    print(f"[memfs_bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ----------------------------------------------------------------------------- tools
+NOSLEEP = REPO / "tools" / "iozone" / "build" / "libnosleep.so"
+
+
+class Tools:
+    """Paths of the tools the system nodes run: on the host (local runs) or in the
+    memfs image (container mode: the agents run them inside an instance of it)."""
+
+    def __init__(self, cfg: dict, image: str = ""):
+        self.image = image
+        want_md = cfg.get("metadata", {}).get("tool", "auto")
+        if image:
+            self.iozone = cfg.get("iozone", {}).get("binary") or "iozone"
+            self.nosleep = "/usr/local/lib/libnosleep.so"
+            self.mcbench = "mcbench"
+            self.memfs = "/usr/local/bin/memfs"
+            has = subprocess.run(["apptainer", "exec", image, "sh", "-c", "command -v mdtest"],
+                                 capture_output=True).returncode == 0
+            if want_md == "mdtest" and not has:
+                raise SystemExit("metadata.tool = mdtest but the image has no mdtest")
+            self.md, self.md_kind = ("mdtest", "mdtest") if has and want_md != "mdbench" else ("mdbench", "mdbench")
+            return
+        self.iozone = iozone_path(cfg)
+        self.nosleep = str(NOSLEEP) if NOSLEEP.exists() else ""
+        self.mcbench = str(REPO / "systems" / "memfs" / "build" / "mcbench")
+        self.memfs = None  # the launcher's default: systems/memfs/build/memfs
+        try:
+            self.md, self.md_kind = mdtest_path(cfg)
+        except SystemExit as exc:  # only the metadata experiment needs it
+            self.md, self.md_kind, self.md_missing = None, None, str(exc)
+
+    def iozone_version(self) -> str:
+        if self.image:
+            out = subprocess.run(["apptainer", "exec", self.image, self.iozone, "-v"], capture_output=True, text=True)
+            m = re.search(r"Version \$Revision: ([\d.]+) \$", out.stdout)
+            return m.group(1) if m else "unknown"
+        return iozone.parse_iozone_version(self.iozone)
+
+
+def iozone_path(cfg: dict) -> str:
+    for cand in (cfg.get("iozone", {}).get("binary") or "", shutil.which("iozone") or "",
+                 os.path.expanduser(os.path.join(os.environ.get("REPRO_CACHE", "~/.cache/repro"),
+                                                 "iozone/usr/bin/iozone"))):
+        if cand and os.access(os.path.expanduser(cand), os.X_OK):
+            return os.path.expanduser(cand)
+    raise SystemExit("iozone not found: run tools/iozone/fetch.sh (./repro setup)")
+
+
+def mdtest_path(cfg: dict) -> tuple[str, str]:
+    """The real mdtest if it is on PATH (the cluster image builds it), else mdbench."""
+    want = cfg.get("metadata", {}).get("tool", "auto")
+    real = shutil.which("mdtest")
+    if want in ("auto", "mdtest") and real:
+        return real, "mdtest"
+    if want == "mdtest":
+        raise SystemExit("metadata.tool = mdtest but mdtest is not on PATH")
+    mdb = REPO / "tools" / "mdtest" / "build" / "mdbench"
+    if not os.access(mdb, os.X_OK):
+        raise SystemExit(f"{mdb} missing: make -C tools/mdtest")
+    return str(mdb), "mdbench"
+
+
+def tool_versions(extra: dict | None = None) -> dict:
+    v = {"memcached": provenance.tool_version(["memcached", "-V"]),
+         "memfs": provenance.tool_version([str(REPO / "systems/memfs/build/memfs"), "--version"])}
+    v.update(extra or {})
+    return v
+
+
+# ----------------------------------------------------------------------------- cluster
+def cluster_for(args, cfg, design, memfs_opts=None, mounts=1):
+    net = dict(cfg["networks"][args.network])
+    net["name"] = args.network
+    net["single_host"] = args.single_host
+    opts = dict(cfg["memfs"])
+    opts.update(memfs_opts or {})
+    mc = cfg["memcached"]
+    return launch.cluster(
+        nodes=args.nodes, design=design, mounts_per_node=mounts,
+        memfs_opts=opts, network=net, workdir=args.workdir or None, launcher=args.launcher,
+        memcached={"mem_mb": mc["mem_mb"], "threads": mc["threads"]}, image=args.image or None,
+        memfs_bin=args.tools.memfs, start_timeout=120)
+
+
+# ----------------------------------------------------------------------------- iozone phases
+class Iozone:
+    """iozone in throughput mode: ``-t P -F f1..fP`` per batch of a node's files.
+
+    Throughput mode opens each file once (O_RDWR|O_CREAT), which a write-once
+    file system accepts; single-file mode re-opens a file it has just created
+    and closed, which MemFS (write-once) rightly refuses.  Its parent sleeps 2 s
+    twice per run outside the timed region: libnosleep.so (systems/mtc) skips them.
+    """
+
+    def __init__(self, tools, cfg, size_bytes, record_bytes, timeout):
+        self.bin = tools.iozone
+        self.size_kb = max(1, size_bytes // 1024)
+        self.record_kb = max(1, min(record_bytes, size_bytes) // 1024)
+        self.verify = cfg["iozone"].get("verify", True)
+        self.timeout = timeout
+        self.env = {"LD_PRELOAD": tools.nosleep} if tools.nosleep else {}
+
+    def cmd(self, test: str, files: list[str]) -> list[str]:
+        c = [self.bin, "-t", str(len(files)), "-F", *files, "-s", f"{self.size_kb}k",
+             "-r", f"{self.record_kb}k", "-+n", "-w", "-x", "-C"]
+        c += ["-i", "0", "-c", "-e"] if test == "write" else ["-i", "1"]
+        if self.verify:
+            c += ["-V", "165"]
+        return c
+
+    def script(self, test: str, batches: list[list[str]]) -> str:
+        return "\n".join(shlex.join(self.cmd(test, b)) + "; echo \"@@RC=$?@@\"" for b in batches)
+
+    def run_node(self, node, test, batches, cwd):
+        """One node's batches, one after the other (P processes each)."""
+        res = node.run(self.script(test, batches), shell=True, cwd=cwd, env=self.env, timeout=self.timeout)
+        parts = re.split(r"@@RC=(\d+)@@", res["stdout"])
+        texts, rcs = parts[0:-1:2], [int(x) for x in parts[1::2]]
+        runs = []
+        for text, rc in zip(texts, rcs):
+            if rc != 0:
+                raise SanityError(f"node {node.index}: iozone {test} exited {rc}: {text[-800:]} {res['stderr'][-800:]}")
+            runs.append(iozone.parse_iozone(text))
+        if len(runs) != len(batches):
+            raise SanityError(f"node {node.index}: {len(runs)} iozone outputs for {len(batches)} batches "
+                              f"(rc {res['rc']}): {res['stdout'][-600:]} {res['stderr'][-800:]}")
+        return {"streams": [runs], "texts": texts, "elapsed": res["elapsed"]}
+
+
+def _check_runs(node_idx, test, streams, size_kb, sanity):
+    for r in (r for runs in streams for r in runs):
+        t = r["tests"].get(test)
+        if t is None:
+            raise SanityError(f"node {node_idx}: iozone printed no {test} result")
+        if r["verify_errors"]:
+            sanity["verify_ok"] = False
+            raise SanityError(f"node {node_idx}: iozone {test}: {r['verify_errors']} verify errors (wrong data)")
+        short = [k for k in t["children"] if abs(k["xfer_kb"] - size_kb) > 1e-6]
+        if short or len(t["children"]) != t["n"]:
+            sanity["xfer_complete"] = False
+            raise SanityError(f"node {node_idx}: iozone {test}: incomplete transfers {short}")
+
+
+def batches_of(files: list[str], procs: int) -> list[list[str]]:
+    """A node's files in batches of ``procs`` (one iozone run of procs processes each)."""
+    return [files[i:i + procs] for i in range(0, len(files), procs)]
+
+
+def node_files(c, node, prefix: str, nfiles: int) -> list[str]:
+    """Paths of node's files, spread over its mounts round robin (file j -> mount j % k)."""
+    k = len(node.mountpoints)
+    return [os.path.join(node.mountpoints[j % k], prefix.lstrip("/"), f"f{j}") for j in range(nfiles)]
+
+
+def rel_of(node, path: str) -> str:
+    for mp in node.mountpoints:
+        if path.startswith(mp + "/"):
+            return path[len(mp):]
+    raise ValueError(path)
+
+
+def on_node(node, rel: str, j: int = 0) -> str:
+    """The same file-system path seen through this node's mount j."""
+    return node.path(rel, j % len(node.mountpoints))
+
+
+def mkdirs(c, rels: list[str]) -> None:
+    nd = c.nodes[0]
+    for rel in rels:
+        r = nd.run(["mkdir", "-p", nd.path(rel)])
+        if r["rc"] != 0:
+            raise SanityError(f"mkdir {rel}: {r['stderr']}")
+
+
+def phase(c, io, test, plan, record_bytes, extra_s=None, extra_in_tput=False):
+    """Run one test on all nodes at once; plan[i] = list of batches of node i.
+
+    Returns per-node totals and the aggregates: bw (node bytes over iozone's
+    time + extra_s[i], summed over nodes) and tput (read()/write() calls over
+    iozone's time, + extra_s[i] only with extra_in_tput).
+    """
+    t0 = time.perf_counter()
+    outs = c.map(lambda nd: io.run_node(nd, test, plan[nd.index], nd.workdir))
+    wall = time.perf_counter() - t0
+    per = []
+    for nd, o in zip(c.nodes, outs):
+        tot = iozone.iozone_node_totals(o["streams"], test, record_bytes)
+        ext = (extra_s or {}).get(nd.index, 0.0)
+        per.append({"node": nd.index, **tot, "extra_s": ext,
+                    "bw": tot["bytes"] / (tot["seconds"] + ext) / MB,
+                    "tput": tot["ops"] / (tot["seconds"] + (ext if extra_in_tput else 0.0)),
+                    "agent_elapsed_s": o["elapsed"]})
+    return {"per_node": per, "bw": sum(p["bw"] for p in per), "tput": sum(p["tput"] for p in per),
+            "bytes": sum(p["bytes"] for p in per), "wall_s": wall,
+            "bw_wall": sum(p["bytes"] for p in per) / wall / MB,
+            "texts": {nd.index: o["texts"] for nd, o in zip(c.nodes, outs)}, "runs": outs}
+
+
+def timed_opens(c, paths_of: dict[int, list[str]]) -> dict[int, float]:
+    """Open every listed file on its node (all nodes at once); seconds per node."""
+    nodes = [nd for nd in c.nodes if paths_of.get(nd.index)]
+    res = c.map(lambda nd: nd.timed_open(paths_of[nd.index]), nodes=nodes)
+    return {r["node"]: r["elapsed"] for r in res}
+
+
+def memfs_counters(stats: list[dict], group: str, name: str) -> dict[int, int]:
+    out = {}
+    for s in stats:
+        tot = 0
+        for m in s.get("mounts", []):
+            tot += int(m.get("memfs", {}).get(group, {}).get(name, 0))
+        out[s["node"]] = tot
+    return out
+
+
+def storage_metrics(stats: list[dict]) -> dict:
+    b = [int(s["memcached"].get("bytes") or 0) for s in stats]
+    rss = [x for s in stats for x in (s.get("fuse_rss_bytes") or []) if x]
+    return {"stored_total": sum(b), "stored_max": max(b) if b else 0, "stored_min": min(b) if b else 0,
+            "per_node": b, "fuse_rss_max": max(rss) if rss else 0,
+            "memcached_rss": [s.get("memcached_rss_bytes") for s in stats]}
+
+
+# ----------------------------------------------------------------------------- envelope
+def run_envelope(args, cfg, rec) -> None:
+    env = cfg["envelope"]
+    n, design = args.nodes, args.design
+    size = paramspace.size_bytes(args.size)
+    record = min(paramspace.size_bytes(cfg["iozone"]["record_size"]), size)
+    procs = env["procs_per_node"]
+    nfiles = int(env["files_per_node"].get(args.size, procs))
+    nfiles = max(procs, int(math.ceil(nfiles / procs) * procs))
+    io = Iozone(args.tools, cfg, size, record, env["timeout_s"])
+    rec["tool_versions"].update({"iozone": f"iozone {args.tools.iozone_version()}"})
+    sanity = rec["sanity"]
+    sanity.update({"iozone_ok": True, "verify_ok": True, "xfer_complete": True})
+    extra = rec["extra"]
+    extra.update({"files_per_node": nfiles, "procs_per_node": procs, "record_bytes": record,
+                  "size_bytes": size, "iozone": io.bin, "verify": io.verify})
+    with cluster_for(args, cfg, design, mounts=env["mounts_per_node"]) as c:
+        extra["cluster"] = c.describe()
+        say(f"cluster up: {n} x {design} on {args.network}; {nfiles} files of {args.size} per node, "
+            f"{procs} iozone processes per node, records {record} B")
+        mkdirs(c, [f"/w/n{i}" for i in range(n)] + ["/n1"])
+        files = {nd.index: node_files(c, nd, f"/w/n{nd.index}", nfiles) for nd in c.nodes}
+
+        # -- write: every node writes its own files
+        w = phase(c, io, "write", {i: batches_of(f, procs) for i, f in files.items()}, record)
+        for i, o in enumerate(w["runs"]):
+            _check_runs(i, "write", o["streams"], io.size_kb, sanity)
+        sizes = c.map(lambda nd: nd.stat(files[nd.index]))
+        sanity["sizes_ok"] = all(s == size for ss in sizes for s in ss)
+        if not sanity["sizes_ok"]:
+            raise SanityError(f"written files have wrong sizes: {sizes}")
+        say(f"write: {w['bw']:.1f} MB/s, {w['tput']:.0f} ops/s")
+        if design == "locality":
+            owners = {nd.index: c.locate(rel_of(nd, files[nd.index][0])) for nd in c.nodes}
+            sanity["locality_writes_local"] = all(v == [i] for i, v in owners.items())
+            extra["owners_after_write"] = owners
+            if not sanity["locality_writes_local"]:
+                raise SanityError(f"locality design: files not on their writer's server: {owners}")
+        else:
+            extra["owners_after_write"] = {0: c.locate(rel_of(c.nodes[0], files[0][0]))}
+
+        # -- 1-1 read: each node reads a different file
+        if design == "locality":
+            src = {i: i for i in range(n)}  # locality-aware placement: the reader runs where the file is
+        else:
+            src = {i: (i + 1) % n for i in range(n)}  # any placement: read another node's file
+        plan = {}
+        for nd in c.nodes:
+            theirs = [on_node(nd, rel_of(c.nodes[src[nd.index]], p), j) for j, p in enumerate(files[src[nd.index]])]
+            plan[nd.index] = batches_of(theirs, procs)
+        before = memfs_counters(c.stats(), "locality", "replications")
+        r11 = phase(c, io, "read", plan, record)
+        for i, o in enumerate(r11["runs"]):
+            _check_runs(i, "read", o["streams"], io.size_kb, sanity)
+        after = memfs_counters(c.stats(), "locality", "replications")
+        if design == "locality":
+            sanity["local_reads_not_replicated"] = after == before
+        say(f"1-1 read: {r11['bw']:.1f} MB/s, {r11['tput']:.0f} ops/s")
+
+        # -- N-1 read: all nodes read one file written by node 0
+        srcfile = c.nodes[0].path("/n1/src")
+        wsrc = io.run_node(c.nodes[0], "write", [[srcfile]], c.nodes[0].workdir)
+        _check_runs(0, "write", wsrc["streams"], io.size_kb, sanity)
+        say(f"N-1 source written by node 0 in {wsrc['elapsed']:.2f} s")
+        mcast = {}
+        if design == "locality":
+            # multicast from the source node: every other node replicates the file
+            # (replicate-on-read at open); timed, and counted in the bandwidth only
+            mcast = timed_opens(c, {nd.index: [on_node(nd, "/n1/src")] for nd in c.nodes if nd.index != 0})
+            extra["multicast_s"] = mcast
+            say(f"multicast: {max(mcast.values()) if mcast else 0:.3f} s")
+            owners = c.locate("/n1/src")
+            sanity["multicast_replicated"] = sorted(owners) == list(range(n))
+            if not sanity["multicast_replicated"]:
+                raise SanityError(f"after the multicast the file is on {owners}, not on all {n} nodes")
+        plan = {nd.index: batches_of([on_node(nd, "/n1/src", j) for j in range(procs)], procs) for nd in c.nodes}
+        rn1 = phase(c, io, "read", plan, record, extra_s=mcast)
+        for i, o in enumerate(rn1["runs"]):
+            _check_runs(i, "read", o["streams"], io.size_kb, sanity)
+        say(f"N-1 read: {rn1['bw']:.1f} MB/s, {rn1['tput']:.0f} ops/s"
+            + (f" (multicast {max(mcast.values()):.3f} s)" if mcast else ""))
+
+        # -- remote 1-1 read of the locality design (Table 2.1): the file is on another node
+        rrem = None
+        if design == "locality" and n >= 2:
+            paths = {nd.index: [on_node(nd, rel_of(c.nodes[(nd.index + 1) % n], p), j)
+                                for j, p in enumerate(files[(nd.index + 1) % n])] for nd in c.nodes}
+            before = memfs_counters(c.stats(), "locality", "replications")
+            rep_s = timed_opens(c, paths)  # the remote transfer (replicate-on-read)
+            after = memfs_counters(c.stats(), "locality", "replications")
+            sanity["remote_reads_replicated"] = all(after[i] - before[i] >= nfiles for i in range(n))
+            if not sanity["remote_reads_replicated"]:
+                raise SanityError(f"remote reads did not replicate: {before} -> {after}")
+            rrem = phase(c, io, "read", {i: batches_of(p, procs) for i, p in paths.items()}, record,
+                         extra_s=rep_s, extra_in_tput=True)
+            for i, o in enumerate(rrem["runs"]):
+                _check_runs(i, "read", o["streams"], io.size_kb, sanity)
+            extra["remote_transfer_s"] = rep_s
+            say(f"remote 1-1 read: {rrem['bw']:.1f} MB/s, {rrem['tput']:.0f} ops/s")
+        stats = c.stats()
+    st = storage_metrics(stats)
+    m = rawio.metric
+    rec["metrics"] += [
+        m("write_bw", w["bw"], "MB/s"), m("write_tput", w["tput"], "ops/s"),
+        m("read11_bw", r11["bw"], "MB/s"), m("read11_tput", r11["tput"], "ops/s"),
+        m("readN1_bw", rn1["bw"], "MB/s"), m("readN1_tput", rn1["tput"], "ops/s"),
+        m("stored_bytes_total", st["stored_total"], "B"), m("stored_bytes_max_node", st["stored_max"], "B"),
+        m("fuse_rss_max", st["fuse_rss_max"], "B"),
+    ]
+    if rrem is not None:
+        rec["metrics"] += [m("read11_remote_bw", rrem["bw"], "MB/s"), m("read11_remote_tput", rrem["tput"], "ops/s")]
+    extra["phases"] = {name: {"per_node": ph["per_node"], "wall_s": ph["wall_s"], "bw_wall": ph["bw_wall"],
+                              "bw": ph["bw"], "tput": ph["tput"]}
+                       for name, ph in (("write", w), ("read11", r11), ("readN1", rn1), ("read11_remote", rrem))
+                       if ph is not None}
+    extra["iozone_outputs"] = {name: {str(k): v for k, v in ph["texts"].items()}
+                               for name, ph in (("write", w), ("read11", r11), ("readN1", rn1),
+                                                ("read11_remote", rrem)) if ph is not None}
+    extra["storage"] = st
+
+
+# ----------------------------------------------------------------------------- sweeps
+def run_sweep(args, cfg, rec, knob: str) -> None:
+    sw = cfg["sweeps"]
+    size = paramspace.size_bytes(sw["size"])
+    record = min(paramspace.size_bytes(cfg["iozone"]["record_size"]), size)
+    procs = sw["procs_per_node"]
+    nfiles = max(procs, int(math.ceil(sw["files_per_node"] / procs) * procs))
+    io = Iozone(args.tools, cfg, size, record, sw["timeout_s"])
+    rec["tool_versions"].update({"iozone": f"iozone {args.tools.iozone_version()}"})
+    opts = {}
+    if knob == "stripe":
+        opts["stripe_size"] = paramspace.size_bytes(args.stripe)
+    else:
+        opts["threads"] = int(args.threads)
+    sanity = rec["sanity"]
+    sanity.update({"iozone_ok": True, "verify_ok": True, "xfer_complete": True})
+    with cluster_for(args, cfg, "memfs", memfs_opts=opts) as c:
+        rec["extra"]["cluster"] = c.describe()
+        say(f"cluster up: {args.nodes} x memfs {opts}; {nfiles} files of {sw['size']} per node")
+        mkdirs(c, [f"/w/n{i}" for i in range(args.nodes)])
+        files = {nd.index: node_files(c, nd, f"/w/n{nd.index}", nfiles) for nd in c.nodes}
+        w = phase(c, io, "write", {i: batches_of(f, procs) for i, f in files.items()}, record)
+        for i, o in enumerate(w["runs"]):
+            _check_runs(i, "write", o["streams"], io.size_kb, sanity)
+        n = args.nodes
+        plan = {nd.index: batches_of([on_node(nd, rel_of(c.nodes[(nd.index + 1) % n], p), j)
+                                      for j, p in enumerate(files[(nd.index + 1) % n])], procs) for nd in c.nodes}
+        r = phase(c, io, "read", plan, record)
+        for i, o in enumerate(r["runs"]):
+            _check_runs(i, "read", o["streams"], io.size_kb, sanity)
+    say(f"{knob} {opts}: write {w['bw']:.1f} MB/s, read {r['bw']:.1f} MB/s")
+    m = rawio.metric
+    rec["metrics"] += [m("write_bw", w["bw"], "MB/s"), m("read_bw", r["bw"], "MB/s"),
+                       m("write_tput", w["tput"], "ops/s"), m("read_tput", r["tput"], "ops/s")]
+    rec["extra"].update({"files_per_node": nfiles, "procs_per_node": procs, "record_bytes": record,
+                         "size_bytes": size, "memfs_opts": opts,
+                         "phases": {"write": {"per_node": w["per_node"]}, "read": {"per_node": r["per_node"]}},
+                         "iozone_outputs": {"write": {str(k): v for k, v in w["texts"].items()},
+                                            "read": {str(k): v for k, v in r["texts"].items()}}})
+
+
+# ----------------------------------------------------------------------------- metadata
+def run_metadata(args, cfg, rec) -> None:
+    md = cfg["metadata"]
+    tool, kind = args.tools.md, args.tools.md_kind
+    if tool is None:
+        raise SystemExit(args.tools.md_missing)
+    rec["tool_versions"]["metadata_tool"] = kind
+    k = md["ranks_per_node"]
+    with cluster_for(args, cfg, args.design, mounts=md.get("mounts_per_node", 1)) as c:
+        rec["extra"]["cluster"] = c.describe()
+        # one directory per node: mdtest's first task of each path creates (and removes)
+        # that path's test directory; the paths of different nodes must differ
+        mkdirs(c, [f"/md/n{i}" for i in range(args.nodes)])
+        paths = c.mpi_paths("/md/n{node}", ranks_per_node=k)
+        argv = [tool, "-n", str(md["items_per_rank"]), "-F", "-u", "-i", str(md["iterations"]),
+                "-w", str(md["write_bytes"]), "-e", str(md["read_bytes"]), "-d", "@".join(paths)]
+        cmd = c.mpi_command(argv, ranks_per_node=k)
+        say(f"metadata: {' '.join(cmd)}")
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=md["timeout_s"])
+        elapsed = time.perf_counter() - t0
+        rec["extra"].update({"command": cmd, "stdout": r.stdout[-200000:], "stderr": r.stderr[-20000:],
+                             "elapsed_s": elapsed, "ranks": args.nodes * k})
+        rec["sanity"]["rc"] = r.returncode
+        if r.returncode != 0:
+            raise SanityError(f"{kind} exited {r.returncode}: {r.stderr[-1500:]}")
+        res = parse_mdtest(r.stdout)
+        rec["sanity"]["tasks_match"] = res["tasks"] == args.nodes * k
+        if not rec["sanity"]["tasks_match"]:
+            raise SanityError(f"{kind} ran {res['tasks']} tasks, expected {args.nodes * k}")
+    m = rawio.metric
+    for op, metric in (("create", "create_rate"), ("stat", "stat_rate"), ("open", "open_rate"),
+                       ("remove", "remove_rate")):
+        if op in res["rates"]:
+            rec["metrics"].append(m(metric, res["rates"][op]["mean"], "ops/s"))
+    say("metadata: " + ", ".join(f"{x['metric']} {x['value']:.0f}" for x in rec["metrics"]))
+
+
+# ----------------------------------------------------------------------------- limit
+def run_limit(args, cfg, rec) -> None:
+    lim = cfg["limit"]
+    vsize = int(lim.get("value_size") or cfg["memfs"]["stripe_size"])
+    mcbench = args.tools.mcbench
+    with cluster_for(args, cfg, "none") as c:
+        rec["extra"]["cluster"] = c.describe()
+        servers = ",".join(c.servers)
+        cmd = [mcbench, "--servers", servers, "--op", "both", "--value-size", str(vsize),
+               "--threads", str(lim["threads"]), "--seconds", str(lim["seconds"]),
+               "--distribution", cfg["memfs"]["distribution"]]
+        outs = c.run_all(cmd, timeout=lim["seconds"] * 4 + 60)
+        per = []
+        for o in outs:
+            if o["rc"] != 0:
+                raise SanityError(f"node {o['node']}: mcbench exited {o['rc']}: {o['stderr'][-800:]}")
+            per.append(parse_mcbench(o["stdout"]))
+        errors = sum(p[op]["errors"] for p in per for op in p)
+        rec["sanity"]["mcbench_errors"] = errors
+        if errors:
+            raise SanityError(f"mcbench reported {errors} failed operations")
+        iperf = None
+        if args.nodes >= 2 and shutil.which("iperf3"):
+            srv = c.nodes[1].start(["iperf3", "-s", "-1", "-B", c.nodes[1].ip, "-p", "5299"])
+            time.sleep(0.5)
+            cl = c.nodes[0].run(["iperf3", "-c", c.nodes[1].ip, "-p", "5299", "-t", str(lim["iperf_seconds"]), "-J"],
+                                timeout=lim["iperf_seconds"] + 30)
+            c.nodes[1].wait(srv, timeout=10)
+            if cl["rc"] == 0:
+                iperf = parse_iperf3(cl["stdout"])
+            rec["extra"]["iperf3"] = cl["stdout"][-20000:]
+    m = rawio.metric
+    set_bw = sum(p["set"]["bytes_per_s"] for p in per) / MB
+    get_bw = sum(p["get"]["bytes_per_s"] for p in per) / MB
+    rec["metrics"] += [m("memcached_set_bw", set_bw, "MB/s"), m("memcached_get_bw", get_bw, "MB/s")]
+    rate = cfg["networks"][args.network].get("rate_mbit")
+    if rate:
+        rec["metrics"].append(m("link_rate_configured", rate, "Mbit/s"))
+    if iperf:
+        rec["metrics"].append(m("link_rate_measured", iperf["received_bps"] / 1e6, "Mbit/s"))
+    rec["extra"].update({"value_size": vsize, "mcbench": per})
+    say(f"limit: set {set_bw:.1f} MB/s, get {get_bw:.1f} MB/s"
+        + (f", link {iperf['received_bps'] / 1e6:.0f} Mbit/s" if iperf else ""))
+
+
+# ----------------------------------------------------------------------------- main
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("experiment", choices=["envelope", "metadata", "stripe", "threads", "limit"])
+    ap.add_argument("--network", required=True)
+    ap.add_argument("--design", default="memfs", choices=["memfs", "locality"])
+    ap.add_argument("--nodes", type=int, required=True)
+    ap.add_argument("--size", default="")
+    ap.add_argument("--stripe", default="")
+    ap.add_argument("--threads", default="")
+    ap.add_argument("--rep", type=int, required=True)
+    ap.add_argument("--config", required=True, help="the memfs config section (JSON, or @file)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--launcher", default="auto", choices=["auto", "local", "slurm"])
+    ap.add_argument("--single-host", type=int, default=1)
+    ap.add_argument("--image", default="", help="memfs.sif: run the system nodes' tools in it")
+    ap.add_argument("--workdir", default="", help="node-local base directory for mounts (default: a temp dir)")
+    args = ap.parse_args(argv)
+    cfg = cli.load_config(args.config)
+    params = {"network": args.network}
+    if args.experiment in ("envelope", "metadata"):
+        params["design"] = args.design
+    params["nodes"] = args.nodes
+    if args.experiment == "envelope":
+        params["size"] = args.size
+    if args.experiment == "stripe":
+        params["stripe"] = args.stripe
+    if args.experiment == "threads":
+        params["threads"] = int(args.threads)
+    net = dict(cfg["networks"][args.network], name=args.network)
+    rec = rawio.new_record("memfs", args.experiment, params, args.rep, system_kind(net), tool_versions())
+    rec["extra"] = {"network": net, "design_label": DESIGN_LABEL.get(args.design, args.design),
+                    "launcher": args.launcher}
+    args.tools = Tools(cfg, args.image)
+    say(f"{args.experiment} {params} rep {args.rep} -> {args.out}")
+    t0 = time.time()
+    try:
+        if args.experiment == "envelope":
+            run_envelope(args, cfg, rec)
+        elif args.experiment == "metadata":
+            run_metadata(args, cfg, rec)
+        elif args.experiment in ("stripe", "threads"):
+            run_sweep(args, cfg, rec, args.experiment)
+        else:
+            run_limit(args, cfg, rec)
+    except (SanityError, ParseError, launch.LaunchError, launch.RemoteError, subprocess.TimeoutExpired,
+            OSError) as exc:  # OSError: TimeoutError, a file the FS could not find, a lost connection
+        rec["metrics"] = []
+        rawio.write_failure(args.out, rec, f"{type(exc).__name__}: {exc}"[:4000])
+        say(f"FAILED: {exc}")
+        return 1
+    rec["extra"]["elapsed_s"] = time.time() - t0
+    rawio.clear_failure(args.out)
+    rawio.write_json_atomic(args.out, rawio.finish(rec))
+    say(f"done in {time.time() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

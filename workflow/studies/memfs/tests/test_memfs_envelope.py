@@ -1,0 +1,185 @@
+"""One tiny run of every 2.4.1 experiment: raw files validate, and the tidy table,
+Table 2.1, the memcached-limit table and the claims recomputed from the raw files
+equal what the scripts wrote."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from repro import rawio
+
+from systems.mtc.tests.mtc_testlib import REPO, memfs_cfg, mpi_env
+
+pytestmark = pytest.mark.usefixtures("built")
+PY = sys.executable
+RAW = "results/memfs/raw"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, built):
+    from systems.mtc.tests.mtc_testlib import iozone_bin
+
+    if not iozone_bin():
+        pytest.skip("iozone missing: run tools/iozone/setup.sh")
+    root = tmp_path_factory.mktemp("envelope")
+    cfg = memfs_cfg(
+        envelope={"nodes": [2], "sizes": ["1MiB"], "files_per_node": {"1MiB": 2}, "procs_per_node": 1,
+                  "repeats": 2, "timeout_s": 120},
+        table={"networks": ["IPoIB"], "nodes": [2], "size": "1MiB"},
+        metadata={"nodes": [2], "ranks_per_node": 1, "items_per_rank": 20, "repeats": 1, "timeout_s": 120},
+        sweeps={"nodes": [2], "size": "1MiB", "files_per_node": 1, "procs_per_node": 1,
+                "stripe_sizes": ["512KiB"], "threads": [8], "repeats": 1},
+        limit={"networks": ["IPoIB"], "nodes": [2], "seconds": 0.5, "iperf_seconds": 1, "repeats": 1},
+    )
+    runs = []
+    for d in ("memfs", "locality"):
+        for rep in (0, 1):
+            runs.append(("envelope", ["--design", d, "--size", "1MiB"],
+                         f"{RAW}/envelope/network~IPoIB/design~{d}/nodes~2/size~1MiB/rep~{rep}.json", rep))
+        runs.append(("metadata", ["--design", d], f"{RAW}/metadata/network~IPoIB/design~{d}/nodes~2/rep~0.json", 0))
+    runs.append(("stripe", ["--stripe", "512KiB"], f"{RAW}/stripe/network~IPoIB/nodes~2/stripe~512KiB/rep~0.json", 0))
+    runs.append(("threads", ["--threads", "8"], f"{RAW}/threads/network~IPoIB/nodes~2/threads~8/rep~0.json", 0))
+    runs.append(("limit", [], f"{RAW}/limit/network~IPoIB/nodes~2/rep~0.json", 0))
+    env = mpi_env()
+    for exp, extra, out, rep in runs:
+        cmd = [PY, "-m", "studies.memfs.run", exp, "--network", "IPoIB", "--nodes", "2", "--rep", str(rep),
+               *extra, "--config", json.dumps(cfg), "--launcher", "local", "--out", out]
+        r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0, f"{exp}: {r.stdout[-3000:]}"
+    missing = f"{RAW}/envelope/network~IPoIB/design~memfs/nodes~2/size~1MiB/rep~9.json"  # never run
+    expected = [out for _, _, out, _ in runs] + [missing]
+    (root / "expected.txt").write_text("\n".join(expected) + "\n")
+    outs = {k: str(root / f"{k}.csv") for k in ("measurements", "summary", "table21", "limit", "claims")}
+    r = subprocess.run([PY, "-m", "studies.memfs.analyze", "--expected", "expected.txt", "--config", json.dumps(cfg),
+                        "--published", str(REPO / "workflow/studies/memfs/published.csv"),
+                        *[x for k, v in outs.items() for x in (f"--{k}", v)]],
+                       cwd=root, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return {"root": root, "cfg": cfg, "runs": runs, "missing": missing, "outs": outs}
+
+
+def _raw(tiny, path):
+    return rawio.read(tiny["root"] / path)
+
+
+def test_raw_files_validate_and_pass_sanity(tiny):
+    for exp, _extra, out, _rep in tiny["runs"]:
+        rec = _raw(tiny, out)
+        assert rec["status"] == "ok" and rec["experiment"] == exp
+        assert rec["system_kind"].startswith("stand-in:IPoIB link emulated")
+        assert all(v is not False for v in rec["sanity"].values()), rec["sanity"]
+        if exp == "envelope":
+            assert rec["tool_versions"]["iozone"].startswith("iozone 3.")
+            assert rec["extra"]["iozone_outputs"]["write"]
+    loc = _raw(tiny, f"{RAW}/envelope/network~IPoIB/design~locality/nodes~2/size~1MiB/rep~0.json")
+    assert loc["sanity"]["locality_writes_local"] and loc["sanity"]["remote_reads_replicated"]
+    assert {m["metric"] for m in loc["metrics"]} >= {"write_bw", "read11_bw", "readN1_bw", "read11_remote_bw",
+                                                      "write_tput", "read11_tput", "readN1_tput"}
+
+
+def test_tidy_table_equals_the_raw_files(tiny):
+    df = pd.read_csv(tiny["outs"]["measurements"], keep_default_na=False, na_values=[""])
+    ok = df[df["status"] == "ok"]
+    n = 0
+    for _exp, _extra, out, _rep in tiny["runs"]:
+        rec = _raw(tiny, out)
+        rows = ok[ok["raw_file"] == out]
+        assert len(rows) == len(rec["metrics"])
+        for m in rec["metrics"]:
+            hit = rows[rows["metric"] == m["metric"]]
+            assert len(hit) == 1 and hit["value"].iloc[0] == pytest.approx(m["value"], rel=1e-12)
+            for k, v in rec["params"].items():
+                got = hit[k].iloc[0]
+                assert (float(got) == float(v)) if isinstance(v, (int, float)) else (str(got) == str(v))
+            n += 1
+    assert len(ok) == n
+    nr = df[df["raw_file"] == tiny["missing"]]
+    assert list(nr["status"]) == ["not-run"] and math.isnan(nr["value"].iloc[0])
+
+
+def _mean(tiny, exp, metric, **params):
+    vals = []
+    for e, _x, out, _r in tiny["runs"]:
+        if e != exp:
+            continue
+        rec = _raw(tiny, out)
+        if all(str(rec["params"].get(k)) == str(v) for k, v in params.items()):
+            vals += [m["value"] for m in rec["metrics"] if m["metric"] == metric]
+    return sum(vals) / len(vals) if vals else math.nan
+
+
+def test_table21_equals_recomputation(tiny):
+    t = pd.read_csv(tiny["outs"]["table21"], keep_default_na=False, na_values=[""])
+    cases = [("Write Bw", "envelope", "write_bw"), ("1-1 Read Bw", "envelope", "read11_bw"),
+             ("N-1 Read Bw", "envelope", "readN1_bw"), ("Create", "metadata", "create_rate"),
+             ("Open", "metadata", "open_rate")]
+    for label, exp, metric in cases:
+        for d, dl in (("memfs", "MemFS"), ("locality", "locality-based (AMFS policy)")):
+            row = t[(t["metric"] == label) & (t["design"] == dl) & (t["network"] == "IPoIB")]
+            assert len(row) == 1
+            extra = {"size": "1MiB"} if exp == "envelope" else {}
+            assert row["reproduced_mean"].iloc[0] == pytest.approx(
+                _mean(tiny, exp, metric, network="IPoIB", design=d, nodes=2, **extra), rel=1e-9)
+    row = t[(t["metric"] == "1-1 Read Bw (remote)")]
+    assert row["reproduced_mean"].iloc[0] == pytest.approx(
+        _mean(tiny, "envelope", "read11_remote_bw", design="locality"), rel=1e-9)
+    assert row["published"].iloc[0] == 6400  # workflow/studies/memfs/published.csv, AMFS IPoIB
+    assert set(t[t["metric"] == "Write Bw"]["count"]) == {2}  # two repeats of each envelope cell
+
+
+def test_limit_table_equals_recomputation(tiny):
+    lim = pd.read_csv(tiny["outs"]["limit"])
+    r = lim.iloc[0]
+    setbw = _mean(tiny, "limit", "memcached_set_bw")
+    assert r["memcached_set_bw"] == pytest.approx(setbw, rel=1e-9)
+    assert r["write_fraction_of_set"] == pytest.approx(
+        _mean(tiny, "envelope", "write_bw", design="memfs") / setbw, rel=1e-9)
+    assert r["link_measured_mbit"] > 0
+
+
+def test_claims_equal_recomputation(tiny):
+    cl = pd.read_csv(tiny["outs"]["claims"], dtype=str, keep_default_na=False).set_index("claim_id")
+    m = _mean(tiny, "envelope", "readN1_bw", design="memfs")
+    lo = _mean(tiny, "envelope", "readN1_bw", design="locality")
+    assert cl.loc["envelope-n1-read-1MiB", "verdict"] == ("reproduced" if m > lo else "not reproduced")
+    m = _mean(tiny, "envelope", "read11_bw", design="memfs")
+    rr = _mean(tiny, "envelope", "read11_remote_bw", design="locality")
+    assert cl.loc["table21-remote-IPoIB", "verdict"] == ("reproduced" if rr < m else "not reproduced")
+    assert float(cl.loc["table21-remote-speedup-IPoIB", "reproduced"]) == pytest.approx(m / rr, rel=1e-6)
+    assert cl.loc["table21-remote-speedup-IPoIB", "published"] == "4.63"
+    assert cl.loc["metadata-create-scaling", "verdict"] in ("reproduced", "not reproduced")
+    assert all(k.startswith("stand-in:") for k in cl["system_kind"] if k not in ("real",))
+    assert set(cl["kind"]) == {"shape", "info"}
+
+
+def test_figures_render_from_the_table(tiny, tmp_path):
+    for fig in ("3", "4", "5", "6"):
+        out = tmp_path / f"f{fig}.png"
+        r = subprocess.run([PY, "-m", f"studies.memfs.figure2_{fig}", "--measurements",
+                            tiny["outs"]["measurements"], "--config", json.dumps(tiny["cfg"]), "--out", str(out)],
+                           capture_output=True, text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert out.stat().st_size > 10000
+
+
+def test_a_failed_sanity_check_writes_a_failure_record(tmp_path):
+    cfg = memfs_cfg(iozone={"binary": "/bin/true"},  # "runs" but prints no iozone output
+                    envelope={"nodes": [1], "sizes": ["1KiB"], "files_per_node": {"1KiB": 1},
+                              "procs_per_node": 1, "repeats": 1, "timeout_s": 60})
+    out = f"{RAW}/envelope/network~IPoIB/design~memfs/nodes~1/size~1KiB/rep~0.json"
+    r = subprocess.run([PY, "-m", "studies.memfs.run", "envelope", "--network", "IPoIB", "--design", "memfs",
+                        "--nodes", "1", "--size", "1KiB", "--rep", "0", "--config", json.dumps(cfg),
+                        "--launcher", "local",
+                        "--out", out], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert not (tmp_path / out).exists()
+    rec = rawio.read(rawio.failure_path(tmp_path / out))
+    assert rec["status"] == "failed" and "iozone" in rec["failure"]
+    from repro import tidy
+
+    df = tidy.collect([out], "memfs", root=tmp_path)
+    assert list(df["status"]) == ["failed"]

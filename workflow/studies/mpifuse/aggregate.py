@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""mpifuse: raw files -> the tidy table (results/mpifuse/measurements.csv) and a summary.
+
+Every configuration of the matrix appears: its measurements, a `failed` row
+(failure record) or a `not-run` row (no file yet) -- never a zero.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from repro import cli
+from studies.mpifuse import analysis, layout
+from repro import paramspace, tidy
+
+
+def build(cfg: dict, root: str = ".", raw_dir: str = layout.RAW_DIR):
+    expected = layout.expected_raw(cfg, raw_dir)
+    df = tidy.collect(expected, layout.STUDY, experiment_of=lambda p: layout.EXPERIMENT,
+                      system_kind_of=lambda p: layout.system_kind(cfg, paramspace.parse_path(p)["source"]),
+                      root=root)
+    df = analysis.normalise(df)
+    return df, analysis.summary(df)
+
+
+def main() -> int:
+    a, cfg = cli.parse(__doc__, "measurements", "summary", "bytes")
+    df, summ = build(cfg)
+    tidy.write_csv(df, a.measurements)
+    tidy.write_csv(summ, a.summary)
+    tidy.write_csv(analysis.bytes_table(df), a.bytes)
+    runs = df.drop_duplicates(subset=["raw_file"])
+    print(f"mpifuse_aggregate: {len(df)} rows from {len(runs)} configurations x repeats: "
+          f"{(runs.status == 'ok').sum()} ok, {(runs.status == 'failed').sum()} failed, "
+          f"{(runs.status == 'not-run').sum()} not run")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""mpifuse claims (results/mpifuse/claims.csv): shape claims that should hold on any hardware,
+absolute numbers as info claims beside the published values (paper/published/mpifuse.csv)."""
+
+from __future__ import annotations
+
+import sys
+
+from repro import cli
+from studies.mpifuse import analysis, claimset
+from repro import claims
+
+
+def main() -> int:
+    a, cfg = cli.parse(__doc__, "measurements", "published", "out")
+    cl = claimset.build(analysis.read_measurements(a.measurements), cfg, analysis.read_published(a.published))
+    claims.write(cl, a.out)
+    for c in cl:
+        if c.kind == "shape":
+            print(f"{c.verdict:15s} {c.claim_id}: {c.reproduced}")
+    print(f"mpifuse_claims: {len(cl)} claims, {sum(c.kind == 'shape' for c in cl)} shape, "
+          f"{sum(c.verdict == claims.REPRODUCED for c in cl)} reproduced, "
+          f"{sum(c.verdict == claims.NOT_REPRODUCED for c in cl)} not reproduced")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

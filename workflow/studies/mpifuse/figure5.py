@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""mpifuse Figure 5: the OSR file system without the metadata buffer (osr-refined) vs with it (osr),
+native Home for reference; time vs nodes per file size."""
+
+from __future__ import annotations
+
+import sys
+
+from repro import cli
+from studies.mpifuse import analysis, plotting
+from repro import tidy
+
+
+def main() -> int:
+    a, cfg = cli.parse(__doc__, "measurements", "published", "table", "out")
+    df = analysis.read_measurements(a.measurements)
+    t = analysis.figure5(df, cfg)
+    tidy.write_csv(t, a.table)
+    plt = plotting.setup()
+    sizes = sorted(cfg["sizes"], key=analysis.size_bytes)
+    source = "home" if "home" in cfg["sources"] else cfg["sources"][0]
+    fig, axes = plt.subplots(1, len(sizes), figsize=(3.2 * len(sizes), 2.9), squeeze=False)
+    for ax, size in zip(axes[0], sizes):
+        d = t[(t.source == source) & (t["size"] == size)].sort_values("nodes")
+        for v, ls in (("osr", "-"), ("osr-refined", "--"), ("native", ":")):
+            ax.errorbar(d["nodes"], d[f"{v}_mean_s"], yerr=d[f"{v}_std_s"].fillna(0), color=plotting.PALETTE[v],
+                        marker=plotting.MARKERS[v], ls=ls, ms=4, capsize=2,
+                        label={"osr": "OSR with metadata buffer", "osr-refined": "OSR without metadata buffer",
+                               "native": f"native {source}"}[v])
+        ax.set_title(f"{plotting.SOURCE_TITLE.get(source, source)} -- {size}", fontsize=9)
+        ax.set_xticks(cfg["nodes"])
+        ax.set_xlabel("nodes")
+        ax.set_ylim(bottom=0)
+    axes[0][0].set_ylabel("time (s)")
+    h, lab = axes[0][0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="upper center", ncol=3, fontsize=8, frameon=False)
+    plotting.stamp(fig, analysis.kinds(df, source))
+    fig.tight_layout(rect=(0, 0.03, 1, 0.9))
+    plotting.save(fig, a.out)
+    print(t.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Shared look of the mpifuse figures (one colour and marker per use case)."""
+
+from __future__ import annotations
+
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import seaborn as sns
+
+from repro import plotting
+
+from .layout import VARIANT_ORDER, VARIANTS
+
+PALETTE = dict(zip(VARIANT_ORDER, sns.color_palette("tab10", len(VARIANT_ORDER))))
+MARKERS = dict(zip(VARIANT_ORDER, ["o", "s", "^", "v", "D", "P", "X"]))
+
+
+SOURCE_TITLE = {"home": "Home", "scratch": "Scratch"}
+
+
+def label(variant: str, source: str | None = None) -> str:
+    if variant == "native" and source:
+        return f"native ({source})"
+    return VARIANTS[variant].label
+
+
+def setup():
+    sns.set_theme(style="whitegrid", context="paper")
+    return plt
+
+
+def stamp(fig, text: str):
+    fig.text(0.005, 0.005, text, fontsize=6, color="0.4", ha="left", va="bottom")
+
+
+save = plotting.save

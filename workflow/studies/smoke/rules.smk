@@ -1,0 +1,35 @@
+# Kick-the-tires check of the engine, not a paper: the n+1 launcher on this
+# machine or on the cluster. Every rank reports the node it ran on; rank 0
+# checks that an n+1 job got n+1 distinct nodes (on Slurm) and times a broadcast.
+#
+#   ./repro snakemake smoke --profile profiles/slurm   # on the local Slurm cluster
+
+
+register_study("smoke", kick=expand("results/smoke/raw/nodes~{n}/rep~0.json", n=config["smoke"]["nodes"]), report=False)
+
+
+rule smoke_run:
+    """One n+1 layout probe (python3 -m studies.smoke.probe on every rank)."""
+    input:
+        code=study_code("smoke", "probe"),
+    output:
+        "results/smoke/raw/nodes~{n}/rep~0.json",
+    log:
+        "results/smoke/log/nodes~{n}/rep~0.log",
+    resources:
+        **n_plus_1_resources(lambda wc: int(wc.n), runtime=10),
+    params:
+        launch=lambda wc: mpi_launch(int(wc.n) + 1),
+        bcast=config["smoke"]["bcast_mib"],
+        fault=lambda wc: config["smoke"]["fail_if_exists"].replace("{n}", wc.n),
+        mpi_env=MPI_ENV,
+        launcher_kind=LAUNCHER,
+    shell:
+        "({params.mpi_env}; {params.launch} python3 -m studies.smoke.probe --nodes {wildcards.n}"
+        " --bcast-mib {params.bcast} --launcher {params.launcher_kind} --fail-if-exists={params.fault:q}"
+        " --out {output}) > {log} 2>&1"
+
+
+rule smoke:
+    input:
+        expand("results/smoke/raw/nodes~{n}/rep~0.json", n=config["smoke"]["nodes"]),

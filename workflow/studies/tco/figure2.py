@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Figure 2 of the TCO paper: cumulative TCO of the HVAC SWC for each fleet, break-evens marked."""
+
+from __future__ import annotations
+
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from repro import cli, plotting  # noqa: E402
+
+
+def main() -> None:
+    args, cfg = cli.parse(__doc__, "series", "break-even", "out")
+    currency = cfg["currency"]
+    df = pd.read_csv(args.series)
+    be = pd.read_csv(args.break_even)
+    df["curve"] = df.platform.str.capitalize() + " with a fleet of " + df.fleet.astype(str)
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    palette = dict(zip(sorted(df.fleet.unique()), sns.color_palette("tab10")))
+    for (fleet, platform), sub in df.groupby(["fleet", "platform"]):
+        ax.plot(sub.month, sub.cumulative_cost, color=palette[fleet],
+                linestyle="-" if platform == "cloud" else "--",
+                label=f"{platform.capitalize()} with a fleet of {fleet}")
+    for _, r in be[be.with_dev].iterrows():
+        if pd.isna(r.break_even_months) or r.exact_months > df.month.max():
+            continue
+        ax.axhline(r.cost_at_break_even, color=palette[r.fleet], linestyle=":", linewidth=1)
+        ax.plot([r.exact_months], [r.cost_at_break_even], marker="o", color=palette[r.fleet])
+        ax.annotate(f"{int(r.break_even_months)} months", (r.exact_months, r.cost_at_break_even),
+                    textcoords="offset points", xytext=(-60, 8), fontsize=8)
+    ax.set_xlabel("Months")
+    ax.set_ylabel(f"Costs in {currency}")
+    ax.set_title("TCO for a HVAC function (reproduced from the config)")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    plotting.save(fig, args.out)
+    print(f"tco: wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

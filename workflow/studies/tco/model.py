@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""TCO of a vehicle software component, onboard vs cloud (paper 000, eqs. 2-10).
+
+    TCO_SWC = C_dev + C_depl + C_exe                                  (2)
+    vehicle: C_dev = sum sw + sum hw (4); C_depl = sum ECU (5); C_exe = sum monthly items (6)
+    cloud:   C_dev = intro + purchasing + migration + sw (8); C_depl = 0 (9);
+             C_exe = CSP + internal operation + usage + update/upgrade (10)
+
+Every number comes from the ``tco`` section of the configuration. Writes the
+raw model output (``repro.raw/1``, system_kind ``model``) and the month-by-month
+cumulative series for every fleet size.
+
+    python workflow/scripts/tco_model.py --params '<tco config as JSON>' \
+        --raw results/tco/raw/model.json --series results/tco/raw/series.csv
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from repro import cli, rawio, tidy
+
+
+def item_value(item: dict) -> float:
+    """A cost item: a plain value, or an hourly resource shared by several vehicles."""
+    if "value" in item:
+        return float(item["value"])
+    return float(item["per_hour"]) * float(item["hours_per_month"]) / int(item["shared_by"])
+
+
+def platform_costs(platform: dict) -> dict[str, float]:
+    return {
+        "C_dev": sum(item_value(i) for i in platform["development"].values()),
+        "C_depl": sum(item_value(i) for i in platform["deployment_per_vehicle"].values()),
+        "C_exe": sum(item_value(i) for i in platform["execution_per_vehicle_month"].values()),
+    }
+
+
+def lifecycle_months(cfg: dict) -> float:
+    return float(cfg["lifecycle_years"]) * int(cfg["months_per_year"])
+
+
+def tco_swc(costs: dict[str, float], months: float) -> float:
+    """Eq. (2) for one SWC over ``months``: development + deployment + monthly execution."""
+    return costs["C_dev"] + costs["C_depl"] + costs["C_exe"] * months
+
+
+def cumulative(costs: dict[str, float], fleet: int, month: float, with_dev: bool = True) -> float:
+    """Cost of running the SWC on a whole fleet up to ``month``."""
+    return (costs["C_dev"] if with_dev else 0.0) + fleet * (costs["C_depl"] + costs["C_exe"] * month)
+
+
+def crossing_month(vehicle: dict, cloud: dict, fleet: int, with_dev: bool) -> float | None:
+    """Exact month after which the onboard SWC is again the cheaper option.
+
+    The cloud saves CapEx and pays more per month; the curves cross where
+    (dCapEx) = fleet * (C_exe,c - C_exe,v) * m. None if they never cross
+    (the cloud's monthly cost is not higher) or the cloud never was cheaper.
+    """
+    d_capex = fleet * (vehicle["C_depl"] - cloud["C_depl"])
+    if with_dev:
+        d_capex += vehicle["C_dev"] - cloud["C_dev"]
+    d_exe = fleet * (cloud["C_exe"] - vehicle["C_exe"])
+    if d_exe <= 0 or d_capex <= 0:
+        return None
+    return d_capex / d_exe
+
+
+def round_months(x: float | None, how: str) -> int | None:
+    if x is None:
+        return None
+    return {"floor": math.floor, "ceil": math.ceil, "round": round}[how](x + 1e-9 if how == "floor" else x)
+
+
+def series(vehicle: dict, cloud: dict, fleets: list[int], horizon: int) -> pd.DataFrame:
+    rows = []
+    for fleet in fleets:
+        for m in range(horizon + 1):
+            for name, costs in (("vehicle", vehicle), ("cloud", cloud)):
+                rows.append({"fleet": fleet, "month": m, "platform": name,
+                             "cumulative_cost": round(cumulative(costs, fleet, m), 6)})
+    return pd.DataFrame(rows)
+
+
+def series_break_even(df: pd.DataFrame, fleet: int) -> int | None:
+    """Last whole month in the series at which the cloud is still not dearer (cross-check)."""
+    sub = df[df.fleet == fleet].pivot(index="month", columns="platform", values="cumulative_cost")
+    cheaper = sub["cloud"] <= sub["vehicle"] + 1e-9
+    if cheaper.all() or not cheaper.iloc[0]:
+        return None
+    return int(cheaper[~cheaper].index[0]) - 1
+
+
+def run(cfg: dict) -> tuple[dict, pd.DataFrame]:
+    vehicle = platform_costs(cfg["platforms"]["vehicle"])
+    cloud = platform_costs(cfg["platforms"]["cloud"])
+    months = lifecycle_months(cfg)
+    how = cfg.get("break_even_rounding", "floor")
+    rec = rawio.new_record("tco", "tco_model", {"lifecycle_years": cfg["lifecycle_years"]}, 0, "model")
+    cur = cfg.get("currency", "EUR")
+    for name, costs in (("vehicle", vehicle), ("cloud", cloud)):
+        rec["metrics"] += [
+            rawio.metric("C_dev", costs["C_dev"], cur, platform=name),
+            rawio.metric("C_depl", costs["C_depl"], cur, platform=name),
+            rawio.metric("C_exe", costs["C_exe"], f"{cur}/month", platform=name),
+            rawio.metric("TCO_lifecycle", tco_swc(costs, months), cur, platform=name),
+        ]
+    rec["metrics"].append(rawio.metric("lifecycle_months", months, "months"))
+    df = series(vehicle, cloud, list(cfg["fleet_sizes"]), int(cfg["horizon_months"]))
+    horizon = max(int(cfg["horizon_months"]), 1)
+    for fleet in cfg["fleet_sizes"]:
+        for with_dev in (False, True):
+            x = crossing_month(vehicle, cloud, fleet, with_dev)
+            labels = {"fleet": fleet, "with_dev": with_dev}
+            if x is None:
+                rec["sanity"][f"no_break_even_fleet{fleet}_dev{with_dev}"] = True
+                continue
+            rec["metrics"].append(rawio.metric("break_even_exact", x, "months", **labels))
+            rec["metrics"].append(rawio.metric("break_even", round_months(x, how), "months", **labels))
+            cost = cumulative(vehicle, fleet, x, with_dev)
+            rec["metrics"].append(rawio.metric("break_even_cost", cost, cur, **labels))
+            if with_dev and x <= horizon:
+                check = series_break_even(df, fleet)
+                rec["sanity"][f"series_agrees_fleet{fleet}"] = check == math.floor(x + 1e-9)
+    rec["extra"] = {"rounding": how, "costs": {"vehicle": vehicle, "cloud": cloud}}
+    if not all(v for k, v in rec["sanity"].items() if k.startswith("series_agrees")):
+        rec["status"] = "failed"
+        rec["failure"] = "analytic break-even disagrees with the month-by-month series"
+    return rawio.finish(rec), df
+
+
+def main() -> None:
+    args, cfg = cli.parse(__doc__, "raw", "series")
+    rec, df = run(cfg)
+    tidy.write_csv(df, args.series)
+    if rec["status"] != "ok":
+        rawio.write_failure(args.raw, rec, rec["failure"])
+        raise SystemExit(f"tco: {rec['failure']}")
+    rawio.clear_failure(args.raw)
+    rawio.write_json_atomic(args.raw, rec)
+    print(f"tco: wrote {args.raw} and {args.series}")
+
+
+if __name__ == "__main__":
+    main()
