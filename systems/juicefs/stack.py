@@ -60,6 +60,7 @@ class JuiceFSStack(Stack):
     """JuiceFS 1.4 (FUSE mount + S3 gateway) on Redis 7 metadata and MinIO data."""
 
     name = "juicefs"
+    stop_timeout = 5.0  # juicefs mount/gateway ignore SIGTERM while Redis is unreachable
 
     @classmethod
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:

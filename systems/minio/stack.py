@@ -97,32 +97,36 @@ def new_credentials(endpoint: str) -> dict:
             "secret_key": secrets.token_hex(20), "region": "us-east-1"}
 
 
-def start_minio(stack: Stack, name: str, data: Path, port: int, creds: dict,
-                hosts: list[str] | None = None, timeout: float = 90) -> list[Daemon]:
-    """Start MinIO (one server per host) serving `data`; wait until it answers signed S3 requests.
+def server_argv(binary: str, data: Path, port: int, hosts: list[str]) -> dict[str, list[str]]:
+    """The MinIO server command per host.
 
     One host: `minio server DATA` on 127.0.0.1:PORT. Several hosts: each runs
-    `minio server http://h0:PORT/DATA/h0 ... http://hN:PORT/DATA/hN`, one distributed pool
-    whose drives are per-host sub-directories of DATA (a shared Lustre directory on a cluster).
+    `minio server http://h0:PORT/DATA/h0 ... http://hN:PORT/DATA/hN` bound to its own address: one
+    distributed pool whose drives are per-host sub-directories of DATA (a shared Lustre directory).
     """
-    binary = minio_binary()
+    if len(hosts) == 1:
+        return {hosts[0]: [binary, "server", "--quiet", "--address", f"127.0.0.1:{port}", str(data)]}
+    drives = [f"http://{h}:{port}{data}/{h}" for h in hosts]
+    return {h: [binary, "server", "--quiet", "--address", f"{socket.gethostbyname(h)}:{port}", *drives]
+            for h in hosts}
+
+
+def start_minio(stack: Stack, name: str, data: Path, port: int, creds: dict,
+                hosts: list[str] | None = None, timeout: float = 90) -> list[Daemon]:
+    """Start MinIO (one server per host, see `server_argv`) serving `data`; wait for signed S3 answers."""
     hosts = hosts or ["localhost"]
-    single = len(hosts) == 1
     env = dict(os.environ, MINIO_ROOT_USER=creds["access_key"], MINIO_ROOT_PASSWORD=creds["secret_key"],
                MINIO_BROWSER="off", MINIO_UPDATE="off", MINIO_PROMETHEUS_AUTH_TYPE="public")
     data = Path(data).resolve()
-    if single:
+    argvs = server_argv(minio_binary(), data, port, hosts)
+    if len(hosts) == 1:
         data.mkdir(parents=True, exist_ok=True)
         require_port_free(name, port)
-        argv = [binary, "server", "--quiet", "--address", f"127.0.0.1:{port}", str(data)]
-        daemons = [stack.launch(name, argv, env=env)]
+        daemons = [stack.launch(name, argvs[hosts[0]], env=env)]
     else:
-        drives = [f"http://{h}:{port}{data}/{h}" for h in hosts]
         for h in hosts:
             (data / h).mkdir(parents=True, exist_ok=True)
-        daemons = [stack.launch(f"{name}@{h}", stack.on_host(h, [binary, "server", "--quiet", "--address",
-                                                                 f":{port}", *drives]), env=env)
-                   for h in hosts]
+        daemons = [stack.launch(f"{name}@{h}", stack.on_host(h, argv), env=env) for h, argv in argvs.items()]
     s3 = S3Client(creds["endpoint"], creds["access_key"], creds["secret_key"])
     for d in daemons:
         wait_until(f"MinIO at {creds['endpoint']} to answer signed S3 requests", s3.healthy, timeout, d)
