@@ -170,6 +170,7 @@ type workerState struct {
 	r        *rand.Rand
 	buf      []byte
 	recs     []rec
+	bodies   *bodyPool
 }
 
 func (rn *Runner) runWork(stageIdx int, st *Stage, wk *Work) *WorkResult {
@@ -218,6 +219,7 @@ func (rn *Runner) runWork(stageIdx int, st *Stage, wk *Work) *WorkResult {
 		ws := &workerState{idx: i + 1, all: wk.Workers,
 			r:   rand.New(rand.NewSource(seedFor(rn.Seed, st.Name, wk.Name, fmt.Sprint(i+1)))),
 			buf: make([]byte, 256<<10)}
+		ws.bodies = newBodyPool(ws.r)
 		workers[i] = ws
 		wg.Add(1)
 		go func(ws *workerState) {
@@ -342,7 +344,7 @@ func (rn *Runner) doOp(op *Operation, opIdx int, store Store, ws *workerState, r
 		n, proc, err = store.Get(c, objName(op, obj), ws.buf)
 	case "write":
 		size := op.Sizes.Next(ws.r, ws.idx, ws.all)
-		proc, err = store.Put(c, objName(op, obj), newBody(size, ws.r, op.Zero), size)
+		proc, err = store.Put(c, objName(op, obj), ws.bodies.body(size, ws.r, op.Zero), size)
 		n = size
 	case "delete":
 		proc, err = store.Delete(c, objName(op, obj))
@@ -399,7 +401,7 @@ func (rn *Runner) scan(wk *Work, store Store, ws *workerState, record recordFn) 
 				t0 := time.Now()
 				if wk.Type == "prepare" {
 					size := op.Sizes.Next(ws.r, ws.idx, ws.all)
-					proc, err := store.Put(cn, objName(op, o), newBody(size, ws.r, op.Zero), size)
+					proc, err := store.Put(cn, objName(op, o), ws.bodies.body(size, ws.r, op.Zero), size)
 					record(0, c, o, t0, proc, size, err)
 				} else {
 					proc, err := store.Delete(cn, objName(op, o))

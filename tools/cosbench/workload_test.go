@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/md5"
+	"encoding/hex"
 	"io"
 	"math/rand"
 	"os"
@@ -243,5 +245,49 @@ func TestMetricsFromRecords(t *testing.T) {
 	}
 	if m[1].OpCount != 0 || m[1].SuccRatio != -1 {
 		t.Errorf("uncounted write: %+v", m[1])
+	}
+}
+
+func TestBodyPoolTrailersAreCorrect(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	p := newBodyPool(r)
+	buf := make([]byte, 4096)
+	for i := 0; i < 40; i++ { // several bodies per (block, size): cached trailers must stay right
+		for _, size := range []int64{41, 5000, 64000} {
+			body := p.body(size, r, i%7 == 0).Bytes()
+			if _, err := verifyBody(bytes.NewReader(body), buf); err != nil || int64(len(body)) != size {
+				t.Fatalf("round %d size %d: %v", i, size, err)
+			}
+		}
+	}
+	if len(p.trailers) == 0 {
+		t.Error("no trailer cached")
+	}
+}
+
+func TestVerifyNonRepeatingBodies(t *testing.T) {
+	// a body that is not a repeated block (e.g. written by another tool) is hashed in full
+	r := rand.New(rand.NewSource(11))
+	data := make([]byte, 20000)
+	for i := range data {
+		data[i] = byte('a' + r.Intn(26))
+	}
+	h := md5.Sum(data)
+	body := append(append([]byte(nil), data...), []byte("!!!!"+hex.EncodeToString(h[:])+"!!!!")...)
+	buf := make([]byte, 3000)
+	if _, err := verifyBody(bytes.NewReader(body), buf); err != nil {
+		t.Fatal(err)
+	}
+	body[15000] ^= 4
+	if _, err := verifyBody(bytes.NewReader(body), buf); err == nil {
+		t.Fatal("corruption in a non-repeating body not detected")
+	}
+	// a repeating body corrupted late, in the last block, and in the first block
+	for _, at := range []int{10, 4095, 4096, 50000, 63959} {
+		good := newBody(64000, r, false).Bytes()
+		good[at] ^= 1
+		if _, err := verifyBody(bytes.NewReader(good), buf); err == nil {
+			t.Fatalf("corruption at %d not detected", at)
+		}
 	}
 }
