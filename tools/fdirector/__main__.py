@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         s.add_argument("--out", required=True, type=Path, help="raw JSON file of this run")
         s.add_argument("--label", action="append", default=[], help="key=value copied into the raw file")
         s.add_argument("--timeout", type=float, default=300.0, help="seconds per attempt")
+        s.add_argument("--max-retries", type=int, default=100, help="per request, then the run fails")
         if name != "ceiling":
             s.add_argument("--instances", type=int, required=True)
             s.add_argument("--per-instance", type=int, default=None,
@@ -87,12 +88,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             workload = fd.bytes_workload(args.size, args.requests, echo=args.cmd == "ceiling")
         if args.cmd == "ceiling":
-            spec = fd.RunSpec(args.url, 1, args.concurrency, timeout_s=args.timeout, labels=labels)
+            spec = fd.RunSpec(args.url, 1, args.concurrency, timeout_s=args.timeout, max_retries=args.max_retries,
+                              labels=labels)
             scale = None
         else:
             per = args.per_instance or fd.PER_INSTANCE[workload.name]
             spec = fd.RunSpec(args.url, args.instances, per, getattr(args, "variant", "parallel"),
-                              args.timeout, labels=labels)
+                              args.timeout, args.max_retries, labels=labels)
             scale = _scaler(args)
         raw = fd.run(spec, workload, scale, progress=True)
         fd.save_raw(raw, args.out)

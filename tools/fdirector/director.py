@@ -192,7 +192,7 @@ class RunSpec:
     per_instance: int
     variant: str = "parallel"  # parallel | single
     timeout_s: float = 300.0  # per attempt
-    max_retries: int = 10_000  # per request; a safety stop, the paper retried without bound
+    max_retries: int = 100  # per request: a safety stop (the paper retried without bound); then the run fails
     labels: dict = field(default_factory=dict)  # study, system, repeat ... copied into the raw file
 
     @property

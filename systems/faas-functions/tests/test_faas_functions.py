@@ -73,7 +73,7 @@ def test_generator_is_deterministic_and_full_size(tmp_path):
         (tmp_path / d).mkdir()
         subprocess.run([str(BUILD / "mkimages"), "--out", str(tmp_path / d), "--count", "1"], check=True,
                        capture_output=True)
-    a, b = (tmp_path / "a" / "img00001_800x800.png").read_bytes(), (tmp_path / "b" / "img00001_800x800.png").read_bytes()
+    a, b = ((tmp_path / d / "img00001_800x800.png").read_bytes() for d in ("a", "b"))
     assert a == b
     assert png_size(a) == (800, 800) and a[24] == 16 and a[25] == 2
     assert len(a) > 2 * 2**20, "an 800x800 16-bit image with noise should not compress far below the paper's 3 MiB"

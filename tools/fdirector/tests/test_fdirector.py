@@ -1,0 +1,175 @@
+"""The function director: raw files that recompute their totals, retries when an instance dies
+mid-run, permanent errors, wrong answers, the CLI, its ceiling against the echo server, iperf3."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+sys.path.insert(0, str(REPO))
+from tools.fdirector import director as fd  # noqa: E402
+from tools.fdirector import standin  # noqa: E402
+from tools.fdirector.iperf import IperfError, parse_iperf3_json, run_iperf3  # noqa: E402
+
+FIXTURE = HERE.parent / "fixtures" / "iperf3-loopback.json"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    standin.ensure_built()
+
+
+@pytest.fixture(scope="module")
+def echo():
+    with standin.EchoServer() as e:
+        yield e
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    return standin.make_test_images(tmp_path_factory.mktemp("img"), 8)
+
+
+def assert_raw_consistent(raw: dict) -> None:
+    assert raw["schema"] == fd.SCHEMA
+    assert raw["totals"] == fd.recompute_totals(raw)
+    reqs = raw["requests"]
+    assert sorted(r["index"] for r in reqs) == list(range(len(reqs)))
+    assert all(0 <= r["start"] <= r["last_attempt_start"] <= r["end"] <= raw["elapsed_s"] for r in reqs)
+    assert raw["totals"]["bytes_sent"] == sum(r["bytes_sent"] for r in reqs)
+
+
+def test_raw_file_recomputes_its_totals(tmp_path):
+    with standin.LocalPlatform("nuclio-cpp", "reverse", 1) as p:
+        raw = fd.run(fd.RunSpec(p.url, 2, 4, labels={"repeat": "0"}), fd.bytes_workload(4096, 20),
+                     fd.url_scaler(p.scale_url))
+    path = fd.save_raw(raw, tmp_path / "runs" / "run.json")
+    back = fd.load_raw(path)
+    assert_raw_consistent(back)
+    t = back["totals"]
+    assert (t["requests"], t["bytes_sent"], t["retries"], t["instances_seen"]) == (20, 20 * 4096, 0, 2)
+    assert t["throughput_mib_s"] == pytest.approx(20 * 4096 / back["elapsed_s"] / 2**20)
+    assert back["concurrency"] == 8 and back["labels"] == {"repeat": "0"}
+    assert back["system_kind"] == "stand-in:nuclio-cpp-shell"
+    assert not list(path.parent.glob(".*tmp")), "no temporary file left"
+    back["requests"][0]["bytes_sent"] += 1
+    assert fd.recompute_totals(back) != back["totals"], "a tampered raw file no longer matches its totals"
+
+
+def test_killed_instance_is_retried_and_counted(images):
+    """An instance's process group is killed mid-run (a pod crash): requests in flight there and
+    the ones the gateway routes to it before it restarts fail; the director retries them until
+    they succeed and counts the retries (paper Sec. 2.4)."""
+    with standin.LocalPlatform("openfaas", "imageproc-np", 2) as p:
+        victim = p.instance_pids()[0]
+        result: dict = {}
+
+        def drive():
+            result["raw"] = fd.run(fd.RunSpec(p.url, 2, 2), fd.image_workload(images))
+
+        t = threading.Thread(target=drive)
+        t.start()
+        time.sleep(0.5)  # the first four requests sleep 1 s inside their instances
+        os.killpg(victim, signal.SIGKILL)
+        t.join(timeout=120)
+        assert not t.is_alive()
+        raw = result["raw"]
+        restarts = sum(i["restarts"] for i in json.loads(
+            subprocess.run(["curl", "-s", p.status_url], capture_output=True, text=True).stdout)["instances"])
+    assert_raw_consistent(raw)
+    assert raw["totals"]["requests"] == len(images)
+    assert raw["totals"]["retries"] >= 1
+    retried = [r for r in raw["requests"] if r["retries"]]
+    assert retried and all(r["errors"] for r in retried)
+    assert all(r["status"] == 200 for r in raw["requests"])
+    assert restarts >= 1, "the killed instance was restarted (restartPolicy: Always)"
+    assert not standin.pid_alive(victim)
+
+
+def test_single_variant_sends_one_request_at_a_time(echo):
+    raw = fd.run(fd.RunSpec(echo.url, 4, 4, variant="single"), fd.bytes_workload(1024, 30, echo=True))
+    assert raw["concurrency"] == 1
+    reqs = sorted(raw["requests"], key=lambda r: r["start"])
+    assert all(a["end"] <= b["start"] for a, b in zip(reqs, reqs[1:]))
+    assert raw["totals"]["single_mean_mib_s"] > 0
+    assert_raw_consistent(raw)
+
+
+def test_wrong_answers_fail_the_run(echo):
+    with pytest.raises(fd.WrongAnswer, match="not the reverse"):
+        fd.run(fd.RunSpec(echo.url, 1, 4), fd.bytes_workload(100, 4))  # echo does not reverse
+    with pytest.raises(fd.WrongAnswer, match="not a PNG"):
+        fd.run(fd.RunSpec(echo.url, 1, 2), fd.Workload("images", [b"plain text"], fd.check_png))
+
+
+def test_permanent_errors_are_not_retried():
+    with standin.LocalPlatform("nuclio-go", "reverse-go", 1, max_body=512) as p:
+        with pytest.raises(fd.PermanentHTTPError, match="HTTP 413") as err:
+            fd.run(fd.RunSpec(p.url, 1, 4), fd.bytes_workload(513, 2))
+        assert b"body-size limit of 512 bytes" in err.value.body
+
+
+def test_bad_input_is_named(tmp_path):
+    with pytest.raises(fd.DirectorError, match="no test images"):
+        fd.image_workload([])
+    (tmp_path / "x.png").write_bytes(b"nope")
+    with pytest.raises(fd.DirectorError, match="not a PNG"):
+        fd.image_workload([tmp_path / "x.png"])
+    with pytest.raises(fd.DirectorError, match="want http"):
+        fd.run(fd.RunSpec("ftp://x/", 1, 1), fd.bytes_workload(1, 1))
+    with pytest.raises(fd.DirectorError, match="must be >= 1"):
+        fd.run(fd.RunSpec("http://127.0.0.1:9/", 0, 1), fd.bytes_workload(1, 1))
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tools.fdirector", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cli_images_bytes_and_ceiling(tmp_path, images, echo):
+    with standin.LocalPlatform("nuclio-cpp", "imageproc", 1) as p:
+        done = cli("images", "--url", p.url, "--instances", "2", "--scale-url", p.scale_url,
+                   "--images", str(images[0].parent), "--limit", "4", "--out", str(tmp_path / "img.json"),
+                   "--label", "system=nuclio")
+        assert done.returncode == 0, done.stderr
+        raw = fd.load_raw(tmp_path / "img.json")
+        assert raw["per_instance"] == 2 and raw["instances"] == 2 and raw["totals"]["instances_seen"] == 2
+        assert raw["labels"] == {"system": "nuclio"} and raw["totals"]["requests"] == 4
+        done = cli("bytes", "--url", p.url, "--instances", "1", "--scale-url", p.scale_url, "--size", "10",
+                   "--requests", "3", "--max-retries", "2", "--out", str(tmp_path / "b.json"))
+        # imageproc fails on bytes that are no image (HTTP 500): retried, then the run fails loudly
+        assert done.returncode == 1 and "still failing after 2 retries" in done.stderr, done.stderr
+        assert not (tmp_path / "b.json").exists()
+    done = cli("ceiling", "--url", echo.url, "--size", "65536", "--requests", "40", "--out", str(tmp_path / "c.json"))
+    assert done.returncode == 0, done.stderr
+    raw = fd.load_raw(tmp_path / "c.json")
+    assert raw["workload"] == "echo" and raw["system_kind"] == "none:echo-server" and raw["concurrency"] == 4
+    assert_raw_consistent(raw)
+    done = cli("bytes", "--url", echo.url, "--instances", "1", "--size", "1", "--label", "oops", "--out", "x.json")
+    assert done.returncode == 1 and "want key=value" in done.stderr
+
+
+def test_iperf3_parser_on_the_captured_fixture():
+    parsed = parse_iperf3_json(FIXTURE.read_text())
+    raw = json.loads(FIXTURE.read_text())
+    assert parsed["bits_per_second"] == raw["end"]["sum_received"]["bits_per_second"]
+    assert parsed["mib_per_s"] == pytest.approx(parsed["bits_per_second"] / 8 / 2**20)
+    assert parsed["protocol"] == "TCP" and parsed["version"].startswith("iperf 3")
+    with pytest.raises(IperfError, match="reported an error"):
+        parse_iperf3_json(json.dumps({"start": {}, "end": {}, "error": "unable to connect to server"}))
+    with pytest.raises(IperfError, match="not JSON"):
+        parse_iperf3_json("iperf3: error")
+
+
+def test_iperf3_runner_over_loopback():
+    parsed, text = run_iperf3(seconds=1)
+    assert parsed["bytes_received"] > 0 and parsed["remote"] == "127.0.0.1"
+    assert parse_iperf3_json(text) == parsed
