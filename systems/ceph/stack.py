@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
+import shutil
 import socket
 import sys
 import uuid
@@ -170,6 +171,10 @@ class CephStack(Stack):
         keys = self.state / "keys"
         for d in (keys, self.state / "log", self.state / "run", data, mnt):
             d.mkdir(parents=True, exist_ok=True)
+        # every `up` makes a new cluster (new fsid): data of an earlier one in this state dir goes
+        for old in [*data.glob("mon.*"), *data.glob("mgr.*"), *data.glob("osd.*"), *data.glob("mds.*"),
+                    *data.glob("rgw.*"), *keys.glob("*.keyring")]:
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
         require_port_free("mon.a", a.mon_port, mon_ip if single else "0.0.0.0")
         fsid = str(uuid.uuid4())
         self.conf.write_text(ceph_conf(

@@ -80,6 +80,11 @@ class JuiceFSStack(Stack):
         redis = which("redis-server", "install the Debian packages in systems/juicefs/debian-packages.txt")
         mnt = (a.mount or self.state / "mnt").resolve()
         data = (a.data or self.state / "minio-data").resolve()
+        # every `up` formats a new volume: MinIO's directory must be empty, or ours from an earlier up
+        if data.is_dir() and any(data.iterdir()):
+            if a.data is not None:
+                raise StackError(f"--data {data} is not empty (JuiceFS formats a new volume on every up)")
+            shutil.rmtree(data)
         for d in (self.state / "redis", self.state / "cache", mnt):
             d.mkdir(parents=True, exist_ok=True)
 

@@ -335,8 +335,10 @@ class Stack:
         raise NotImplementedError
 
     def up(self) -> dict:
-        if (self.state / "stack.json").exists() and any(self.daemon(n).alive() for n in self.known_daemons()):
-            raise StackError(f"{self.name}: already up in {self.state} (run `down` first)")
+        leftovers = [p.name for p in (self.state / "stack.json", self.state / "mounts") if p.exists()]
+        leftovers += [p.name for p in (self.state / "run").glob("*.pid")]
+        if leftovers:
+            raise StackError(f"{self.name}: {self.state} is in use ({', '.join(sorted(leftovers))}): run `down` first")
         self.state.mkdir(parents=True, exist_ok=True)
         (self.state / "stack.json").unlink(missing_ok=True)
         t0 = time.monotonic()

@@ -125,3 +125,27 @@ def test_cluster_config_spreads_over_hosts(tmp_path):
     assert lookup("mon.a", "mon_host") == "v2:10.0.0.1:3300"
     assert lookup("client.rgw.a", "rgw_frontends") == "beast endpoint=10.0.0.1:7480"
     assert lookup("client.admin", "auth_client_required") == "cephx"
+
+
+def test_down_after_up_was_killed_midway(tmp_path):
+    """`up` killed (SIGKILL, no chance to clean up) after starting some daemons: `down` finds them all."""
+    import os
+    import signal
+    import sys
+    import time
+
+    from systems.storage_common.testing import REPO
+
+    proc = subprocess.Popen([sys.executable, str(REPO / "systems" / SCRIPT), "up", "--state", str(tmp_path), *ports()],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "run" / "osd.0.pid").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert (tmp_path / "run" / "osd.0.pid").exists(), "up never started osd.0"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    pids = recorded_pids(tmp_path)
+    assert {"mon.a", "mgr.a", "osd.0"} <= set(pids)
+    res = stack_cli(SCRIPT, "down", tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert_nothing_left(tmp_path, pids)
