@@ -289,6 +289,19 @@ func readStorage(r *refusal, path string, n *node) Storage {
 	return Storage{Type: strings.TrimSpace(n.Attrs["type"]), Config: n.Attrs["config"]}
 }
 
+// levelStorageAuth applies a workstage's or work's own <storage>/<auth>,
+// which override those inherited from the levels above.
+func levelStorageAuth(r *refusal, path string, n *node, storage *Storage, auth *Auth) {
+	for _, c := range n.Children {
+		switch c.Name {
+		case "storage":
+			*storage = readStorage(r, path, c)
+		case "auth":
+			*auth = readAuth(r, path, c)
+		}
+	}
+}
+
 func readAuth(r *refusal, path string, n *node) Auth {
 	checkAttrs(r, path+" › auth", n, "type", "config")
 	for _, c := range n.Children {
@@ -309,14 +322,7 @@ func readStage(r *refusal, sn *node, storage Storage, auth Auth, opt LoadOptions
 		r.add(st.Path, "attribute trigger not supported")
 	}
 	st.ClosureDelay = float64(atoiAttr(r, st.Path, sn, "closuredelay", 0, 0)) * opt.TimeScale
-	for _, c := range sn.Children {
-		switch c.Name {
-		case "storage":
-			storage = readStorage(r, st.Path, c)
-		case "auth":
-			auth = readAuth(r, st.Path, c)
-		}
-	}
+	levelStorageAuth(r, st.Path, sn, &storage, &auth)
 	for _, c := range sn.Children {
 		switch c.Name {
 		case "storage", "auth":
@@ -395,18 +401,14 @@ func readWork(r *refusal, st *Stage, n *node, storage Storage, auth Auth, opt Lo
 		wk.TotalBytes = v
 	}
 	wk.Config = n.Attrs["config"]
-	for _, c := range n.Children {
-		switch c.Name {
-		case "storage":
-			storage = readStorage(r, wk.Path, c)
-		case "auth":
-			auth = readAuth(r, wk.Path, c)
-		}
-	}
+	levelStorageAuth(r, wk.Path, n, &storage, &auth)
 	wk.Storage, wk.Auth = storage, auth
 	if opt.StorageOverride != nil {
 		wk.Storage = *opt.StorageOverride
 		wk.Auth = Auth{Type: "none"}
+	}
+	if wk.Storage.Type == "" {
+		wk.Storage.Type = "none" // COSBench's default: the no-op storage
 	}
 	checkStorage(r, wk, opt)
 	var opNodes []*node

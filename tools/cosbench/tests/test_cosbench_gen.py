@@ -68,11 +68,12 @@ def test_bad_matrix_names_the_key(patch, message):
 
 
 def test_cli_lists_and_refuses(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "tools.cosbench.gen", "--paper", "--list"], capture_output=True, text=True,
-                       cwd=gen.Path(gen.__file__).resolve().parents[2])
+    repo = gen.Path(gen.__file__).resolve().parents[2]
+    cmd = [sys.executable, "-m", "tools.cosbench.gen", "--paper", "--list"]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=repo)
     assert r.returncode == 0 and len(r.stdout.split()) == 126
     bad = tmp_path / "m.json"
     bad.write_text('{"stacks": {}}')
     r = subprocess.run([sys.executable, "-m", "tools.cosbench.gen", "--matrix", str(bad), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, cwd=gen.Path(gen.__file__).resolve().parents[2])
+                       capture_output=True, text=True, cwd=repo)
     assert r.returncode == 2 and "matrix.stacks: required" in r.stderr
