@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from conftest import REPO
+from repro.testing import REPO
 
 
 def test_second_setup_does_nothing_new():

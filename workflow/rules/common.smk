@@ -19,9 +19,15 @@ PYTHONPATH_DIRS = [
 for _d in reversed(PYTHONPATH_DIRS):
     if _d not in sys.path:
         sys.path.insert(0, _d)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    PYTHONPATH_DIRS
-    + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in PYTHONPATH_DIRS]
+os.environ.update(
+    PYTHONPATH=os.pathsep.join(
+        PYTHONPATH_DIRS
+        + [
+            p
+            for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and p not in PYTHONPATH_DIRS
+        ]
+    )
 )
 from repro import config as repro_config
 from repro import paramspace
@@ -184,3 +190,29 @@ def study_code(study, *scripts):
 def bench_log(study, name):
     """Snakemake benchmark file of one rule (the report sums them into measured run times)."""
     return f"results/{study}/benchmarks/{name}.tsv"
+
+
+# ---------------------------------------------------------------------------
+# The report's inputs (workflow/rules/report.smk)
+# ---------------------------------------------------------------------------
+REPORT_OUTPUTS = ["paper/index.html", "paper/claims.csv"]
+if config["report"]["pdf"]:
+    REPORT_OUTPUTS.append("paper/report.pdf")
+
+
+def as_list(x):
+    return [] if not x else ([x] if isinstance(x, str) else list(x))
+
+
+def report_inputs(wildcards):
+    files = []
+    for st in STUDY_REPORT.values():
+        if not st["enabled"] or not st.get("claims"):
+            continue
+        files += as_list(st["claims"]) + as_list(st.get("measurements"))
+        files += [f["path"] for f in st.get("figures", [])]
+        files += [t["path"] for t in st.get("tables", [])]
+        # benchmark files only feed the measured times; a report built from what exists
+        # (allow_incomplete) must not wait for, or re-run, a job that failed
+        files += [b for b in st.get("benchmarks", []) if not ALLOW_INCOMPLETE or os.path.exists(b)]
+    return files

@@ -1,29 +1,6 @@
 # The reproduction report under paper/: claims of every enabled study, figures,
 # tables, stand-ins, expected vs measured times.
 
-REPORT_OUTPUTS = ["paper/index.html", "paper/claims.csv"]
-if config["report"]["pdf"]:
-    REPORT_OUTPUTS.append("paper/report.pdf")
-
-
-def as_list(x):
-    return [] if not x else ([x] if isinstance(x, str) else list(x))
-
-
-def report_inputs(wildcards):
-    files = []
-    for st in STUDY_REPORT.values():
-        if not st["enabled"] or not st.get("claims"):
-            continue
-        files += as_list(st["claims"]) + as_list(st.get("measurements"))
-        files += [f["path"] for f in st.get("figures", [])]
-        files += [t["path"] for t in st.get("tables", [])]
-        # benchmark files only feed the measured times; a report built from what exists
-        # (allow_incomplete) must not wait for, or re-run, a job that failed
-        files += [b for b in st.get("benchmarks", []) if not ALLOW_INCOMPLETE or os.path.exists(b)]
-    return files
-
-
 rule report_html:
     input:
         report_inputs,

@@ -16,3 +16,16 @@ def save(fig, path: str | Path, dpi: int = DPI) -> None:
     """Write a figure as PNG, creating its directory."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi)
+
+
+def pyplot(style: str = "whitegrid", context: str = "paper"):
+    """matplotlib's pyplot on the Agg backend (figures are files, never windows) and seaborn with
+    the figures' theme set; returns (plt, sns)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style=style, context=context)
+    return plt, sns

@@ -90,7 +90,7 @@ class Watchdog:
         self._deadline = None
         self._what = ""
         self._seconds = 0.0
-        self._t = threading.Thread(target=self._loop, daemon=True, name="mfbench-watchdog")
+        self._t = threading.Thread(target=self._loop, daemon=True, name="repro-watchdog")
         self._t.start()
 
     def arm(self, seconds: float, what: str) -> None:

@@ -74,6 +74,17 @@ def metric(name: str, value: float, unit: str, **labels) -> dict:
     return out
 
 
+def values(rec: dict, name: str, /, **labels) -> list:
+    """The values of metric ``name`` in a record, of the entries whose labels include ``labels``."""
+    return [m["value"] for m in rec["metrics"]
+            if m["metric"] == name and all(m.get("labels", {}).get(k) == v for k, v in labels.items())]
+
+
+def value(rec: dict, name: str, /, **labels):
+    """The first of ``values(rec, name, **labels)``, or None."""
+    return next(iter(values(rec, name, **labels)), None)
+
+
 def new_record(study: str, experiment: str, params: dict, rep: int, system_kind: str,
                tool_versions: dict | None = None) -> dict:
     rec = {

@@ -189,7 +189,8 @@ def main() -> None:
         f"<p class=muted>Generated {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M UTC} from commit "
         f"<code>{esc(provenance.git_sha())}</code> on <code>{esc(provenance.host())}</code>, "
         f"scale <b>{esc(args.scale)}</b>. Every reproduced number below is read from the run's raw files "
-        "under <code>results/</code>; published values come from <code>paper/published/</code> and are "
+        "under <code>results/</code>; published values come from each study's <code>published.csv</code> "
+        "(<code>workflow/studies/&lt;study&gt;/</code>) and are "
         "only ever shown in their own column.</p>",
         f"<p><b>Claims:</b> {esc(summary)}. Verdicts: <i>reproduced</i> (within the stated tolerance, or the "
         "relation holds), <i>not reproduced</i>, <i>informative</i> (absolute numbers on different hardware, "

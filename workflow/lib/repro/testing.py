@@ -25,6 +25,22 @@ def only_studies(*keep: str) -> str:
     return "".join(f"{s}: {{enabled: false}}\n" for s in off)
 
 
+def claims_table(ws: Path, study: str):
+    """results/<study>/claims.csv of a workspace, every cell as text."""
+    import pandas as pd
+
+    return pd.read_csv(ws / f"results/{study}/claims.csv", dtype=str, keep_default_na=False)
+
+
+def raw_metric(raw: dict, metric: str, **labels):
+    """The one value of ``metric`` with ``labels`` in a raw record (fails if there is none or more than one)."""
+    from repro import rawio
+
+    vals = rawio.values(raw, metric, **labels)
+    assert len(vals) == 1, (metric, labels, vals)
+    return vals[0]
+
+
 def project_env() -> dict:
     """The environment ./repro gives commands (venv and apptainer on PATH)."""
     out = subprocess.run([str(REPO / "repro"), "env"], capture_output=True, text=True, check=True).stdout

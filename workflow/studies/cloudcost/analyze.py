@@ -30,10 +30,7 @@ def main() -> None:
     cloud_total = next(m["value"] for m in rec["metrics"] if m["metric"] == "cloud_monthly_total")
 
     def val(metric, **labels):
-        for m in rec["metrics"]:
-            if m["metric"] == metric and all(m.get("labels", {}).get(k) == v for k, v in labels.items()):
-                return m["value"]
-        return None
+        return rawio.value(rec, metric, **labels)
 
     tiers = [o.removeprefix("on-premises ") for o in df.option.unique() if o != "cloud"]
     rows = []
@@ -57,7 +54,7 @@ def main() -> None:
     out = []
 
     def base(cid, text, ref):
-        return claims.Claim(study=STUDY, claim_id=cid, claim=text, paper_ref=ref, target="rule cloudcost_analyze",
+        return claims.Claim(study=STUDY, claim_id=cid, claim=text, paper_ref=ref, target="rule cloudcost_aggregate",
                             output=args.break_even, system_kind="model", note=note)
 
     if tier not in tiers:

@@ -3,15 +3,10 @@
 
 from __future__ import annotations
 
+import matplotlib.ticker
+import pandas as pd
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from repro import cli, plotting  # noqa: E402
+from repro import cli, plotting
 
 
 def main() -> None:
@@ -19,7 +14,7 @@ def main() -> None:
     currency = cfg["currency"]
     df = pd.read_csv(args.series)
     be = pd.read_csv(args.break_even)
-    sns.set_theme(style="whitegrid", context="paper")
+    plt, sns = plotting.pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     options = list(df.option.unique())
     palette = dict(zip(options, sns.color_palette("tab10", len(options))))

@@ -11,7 +11,7 @@ On-premises (7): C_onprem(m) = CapEx + sum_{k<=m} OpEx(k) with
   maintenance = r * hardware CapEx / 12, depreciation = hardware CapEx / (12 * years);
   maintenance and depreciation provisions start in month ``provisions_start_month``.
 
-    python workflow/scripts/cloudcost_model.py --params '<cloudcost config JSON>' \
+    python3 -m studies.cloudcost.model --config '<cloudcost config JSON>' \
         --raw results/cloudcost/raw/model.json --series results/cloudcost/raw/series.csv \
         --inputs results/cloudcost/raw/inputs.csv
 """

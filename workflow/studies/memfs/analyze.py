@@ -3,12 +3,12 @@
 
 Everything is computed from the raw files listed in --expected (a missing one
 is a ``not-run`` row, a failure record a ``failed`` row); the published values
-come from paper/published/memfs.csv.
+come from workflow/studies/memfs/published.csv.
 
     python3 -m studies.memfs.analyze --expected results/memfs/expected_raw_envelope.txt --config '<memfs config JSON>' \
-        --published paper/published/memfs.csv --measurements results/memfs/measurements_envelope.csv \
+        --published workflow/studies/memfs/published.csv --measurements results/memfs/measurements_envelope.csv \
         --summary ... --table21 ... --limit ... --claims ...
-    memfs_analyze.py --tidy-only RAW... --measurements OUT      # the kick target
+    python3 -m studies.memfs.analyze --tidy-only RAW... --measurements OUT      # the kick target
 """
 
 from __future__ import annotations

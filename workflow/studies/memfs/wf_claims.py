@@ -12,7 +12,7 @@ Shape claims (relations that should hold on any hardware):
   W8  BLAST: MemFS's parallel stages at least as fast as the locality design's at the largest scale (2.7c/2.8c)
   W9  Montage: MemFS scales up at least as well as the locality design (Figure 2.7a)
 Info claims: absolute times and data sizes (other hardware, tiny scale): no verdict.
-All numbers come from the tidy table (raw files only); published ones from paper/published/.
+All numbers come from the tidy table (raw files only); published ones from the study's published*.csv.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """mpifuse claims (results/mpifuse/claims.csv): shape claims that should hold on any hardware,
-absolute numbers as info claims beside the published values (paper/published/mpifuse.csv)."""
+absolute numbers as info claims beside the published values (workflow/studies/mpifuse/published.csv)."""
 
 from __future__ import annotations
 

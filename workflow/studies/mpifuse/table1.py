@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """mpifuse Table I: the largest file, time at the smallest and largest node count, increase,
-aggregate throughput -- reproduced beside the published values (paper/published/mpifuse.csv)."""
+aggregate throughput -- reproduced beside the published values (workflow/studies/mpifuse/published.csv)."""
 
 from __future__ import annotations
 

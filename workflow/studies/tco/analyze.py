@@ -2,7 +2,7 @@
 """TCO study: tidy table, Table I, lifecycle TCO, break-even table and claims.
 
 Every reproduced number is read back from the model's raw file; published
-numbers come from paper/published/tco.csv and stay in their own column.
+numbers come from workflow/studies/tco/published.csv and stay in their own column.
 """
 
 from __future__ import annotations
@@ -42,10 +42,7 @@ def main() -> None:
     cur = next(m["unit"] for m in rec["metrics"] if m["metric"] == "C_dev")
 
     def val(metric, **labels):
-        for m in rec["metrics"]:
-            if m["metric"] == metric and all(m.get("labels", {}).get(k) == v for k, v in labels.items()):
-                return m["value"]
-        return None
+        return rawio.value(rec, metric, **labels)
 
     # Table I: CapEx and OpEx per execution platform
     t1 = pd.DataFrame([
@@ -82,7 +79,7 @@ def main() -> None:
 
     def base(cid, text, ref, output, unit):
         return claims.Claim(study=STUDY, claim_id=cid, claim=text, paper_ref=ref,
-                            target="rule tco_analyze", output=output, unit=unit, system_kind="model")
+                            target="rule tco_aggregate", output=output, unit=unit, system_kind="model")
 
     for p in ("vehicle", "cloud"):
         for q, unit, col in (("C_dev", cur, "C_dev"), ("C_depl", cur, "C_depl"), ("C_exe", f"{cur}/month", "C_exe")):

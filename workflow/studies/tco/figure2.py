@@ -3,15 +3,10 @@
 
 from __future__ import annotations
 
+import matplotlib.ticker
+import pandas as pd
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from repro import cli, plotting  # noqa: E402
+from repro import cli, plotting
 
 
 def main() -> None:
@@ -20,7 +15,7 @@ def main() -> None:
     df = pd.read_csv(args.series)
     be = pd.read_csv(args.break_even)
     df["curve"] = df.platform.str.capitalize() + " with a fleet of " + df.fleet.astype(str)
-    sns.set_theme(style="whitegrid", context="paper")
+    plt, sns = plotting.pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     palette = dict(zip(sorted(df.fleet.unique()), sns.color_palette("tab10")))
     for (fleet, platform), sub in df.groupby(["fleet", "platform"]):

@@ -10,7 +10,7 @@ Every number comes from the ``tco`` section of the configuration. Writes the
 raw model output (``repro.raw/1``, system_kind ``model``) and the month-by-month
 cumulative series for every fleet size.
 
-    python workflow/scripts/tco_model.py --params '<tco config as JSON>' \
+    python3 -m studies.tco.model --config '<tco config as JSON>' \
         --raw results/tco/raw/model.json --series results/tco/raw/series.csv
 """
 

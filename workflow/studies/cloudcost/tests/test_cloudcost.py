@@ -9,17 +9,7 @@ import pandas as pd
 import yaml
 
 from repro import config as rconfig
-
-
-def _claims(ws, study):
-    return pd.read_csv(ws / f"results/{study}/claims.csv", dtype=str, keep_default_na=False)
-
-
-def _raw_metric(raw, metric, **labels):
-    vals = [m["value"] for m in raw["metrics"]
-            if m["metric"] == metric and all(m.get("labels", {}).get(k) == v for k, v in labels.items())]
-    assert len(vals) == 1, (metric, labels, vals)
-    return vals[0]
+from repro.testing import claims_table
 
 
 def test_cloudcost_break_even_comes_from_the_config(snake, workspace):
@@ -44,7 +34,7 @@ def test_cloudcost_break_even_comes_from_the_config(snake, workspace):
     first = next(m for m in range(1, 37) if capex + base * m + prov * max(0, m - 12) < cloud_month * m)
     be = pd.read_csv(workspace / "results/cloudcost/tables/break_even.csv").set_index("tier")
     assert be.break_even_month["standard"] == first
-    cl = _claims(workspace, "cloudcost")
+    cl = claims_table(workspace, "cloudcost")
     assert set(cl.kind) == {"shape", "info"}
     assert "assumptions" in cl.note.iloc[0]
     inputs = pd.read_csv(workspace / "results/cloudcost/tables/inputs.csv")

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from mfbench import analysis, claimset, layout
+from studies.mpifuse import analysis, claimset, layout
 from repro import claims, paramspace, rawio
 
 from mpifuse_study_testlib import PY, REPO, run_bench, study_config
 
-PUBLISHED = REPO / "paper" / "published" / "mpifuse.csv"
+PUBLISHED = REPO / "workflow" / "studies" / "mpifuse" / "published.csv"
 SMALL = ["native", "osr", "bcast-shm", "bcast-nocopy", "passthrough", "osr-refined"]
 
 

@@ -10,22 +10,12 @@ import pandas as pd
 import yaml
 
 from repro import config as rconfig
-
-
-def _claims(ws, study):
-    return pd.read_csv(ws / f"results/{study}/claims.csv", dtype=str, keep_default_na=False)
-
-
-def _raw_metric(raw, metric, **labels):
-    vals = [m["value"] for m in raw["metrics"]
-            if m["metric"] == metric and all(m.get("labels", {}).get(k) == v for k, v in labels.items())]
-    assert len(vals) == 1, (metric, labels, vals)
-    return vals[0]
+from repro.testing import claims_table, raw_metric
 
 
 def test_tco_matches_the_paper_to_the_cent_and_month(snake, workspace):
     snake("tco", "--profile", "profiles/local")
-    cl = _claims(workspace, "tco")
+    cl = claims_table(workspace, "tco")
     assert len(cl) >= 13
     assert (cl.verdict == "reproduced").all(), cl[cl.verdict != "reproduced"]
     life = pd.read_csv(workspace / "results/tco/tables/tco_lifecycle.csv").set_index("platform")
@@ -54,9 +44,9 @@ def test_tco_tables_equal_raw_and_an_independent_recomputation(snake, workspace)
     for p in ("vehicle", "cloud"):
         expect = (tot[p]["development"] + tot[p]["deployment_per_vehicle"]
                   + tot[p]["execution_per_vehicle_month"] * months)
-        assert math.isclose(_raw_metric(raw, "TCO_lifecycle", platform=p), expect, rel_tol=1e-12)
-        assert t1.C_dev[p] == _raw_metric(raw, "C_dev", platform=p)
-        assert t1.C_exe_per_month[p] == _raw_metric(raw, "C_exe", platform=p)
+        assert math.isclose(raw_metric(raw, "TCO_lifecycle", platform=p), expect, rel_tol=1e-12)
+        assert t1.C_dev[p] == raw_metric(raw, "C_dev", platform=p)
+        assert t1.C_exe_per_month[p] == raw_metric(raw, "C_exe", platform=p)
     tidy = pd.read_csv(workspace / "results/tco/measurements.csv")
     assert set(tidy.status) == {"ok"} and set(tidy.system_kind) == {"model"}
     assert len(tidy) == len(raw["metrics"])
@@ -77,5 +67,5 @@ def test_tco_changed_parameters_change_results(snake, workspace):
     assert math.isclose(row.exact_months, exact, rel_tol=1e-12) and row.break_even_months == math.floor(exact)
     life = pd.read_csv(workspace / "results/tco/tables/tco_lifecycle.csv").set_index("platform")
     assert math.isclose(life.TCO["cloud"], 180000 + 3.9784 * 99.6, abs_tol=0.006)
-    cl = _claims(workspace, "tco")
+    cl = claims_table(workspace, "tco")
     assert (cl[cl.claim_id == "tco-cloud"].verdict == "not reproduced").all()  # no longer the paper's number

@@ -1,0 +1,335 @@
+# Paper 004 (MemFS), Section 2.4.1: the MTC Envelope of MemFS and of the
+# locality-based design (our re-implementation of AMFS's policy), the design
+# sweeps of Figure 2.3 and the raw-memcached limit.
+#
+# n+1 layout: the driver (run.py: python3 -m studies.memfs.run) is the job's first
+# node; systems/mtc starts one agent per system node (memcached + FUSE clients)
+# -- locally in network namespaces with tc-shaped links, on Slurm with srun on
+# the allocation's other nodes.
+#
+#   ./repro snakemake memfs_envelope --profile profiles/local   # envelope, metadata, sweeps, limit + analysis
+#   ./repro snakemake memfs_kick --profile profiles/local        # one tiny configuration of each experiment
+#   ./repro snakemake memfs_envelope_runs ...                   # only the runs
+#
+# workflows.smk (Montage/BLAST, 2.4.2) is included at the end of this file and
+# appends its claims, measurements, figures and tables to STUDY_REPORT["memfs"].
+
+from studies.memfs import layout as memfs_layout
+
+MEMFS = config["memfs"]
+MEMFS_ON = enabled("memfs")
+MEMFS_DIR = f"{STUDIES}/memfs"
+MEMFS_RAW = memfs_layout.RAW_DIR
+MEMFS_PUBLISHED = f"{MEMFS_DIR}/published.csv"
+MEMFS_OUT = {
+    "expected": "results/memfs/expected_raw_envelope.txt",
+    "measurements": "results/memfs/measurements_envelope.csv",
+    "summary": "results/memfs/tables/envelope_summary.csv",
+    "table21": "results/memfs/tables/table2_1.csv",
+    "limit": "results/memfs/tables/memfs_vs_memcached.csv",
+    "claims": "results/memfs/claims_envelope.csv",
+    "figure23": "results/memfs/figures/figure2_3_design.png",
+    "figure24": "results/memfs/figures/figure2_4_bandwidth.png",
+    "figure25": "results/memfs/figures/figure2_5_throughput.png",
+    "figure26": "results/memfs/figures/figure2_6_metadata.png",
+    "kick": "results/memfs/kick/measurements.csv",
+}
+MEMFS_BENCH_CODE = study_code("memfs", "run", "layout") + [
+    "tools/common.py",
+    "tools/iozone/parser.py",
+    "tools/mdtest/parser.py",
+    "tools/mcbench/parser.py",
+    "tools/iperf3/parser.py",
+    "systems/mtc/launch.py",
+    "systems/mtc/agent.py",
+    "systems/mtc/netns.py",
+]
+MEMFS_PATTERNS = memfs_layout.PATTERNS
+
+
+def memfs_raw_inputs(wildcards):
+    """All expected raw files; with allow_incomplete only those that exist."""
+    paths = memfs_layout.expected_raw(MEMFS)
+    return [p for p in paths if os.path.exists(p)] if ALLOW_INCOMPLETE else paths
+
+
+def memfs_bench_cmd(exp, extra):
+    """Shell command of one benchmark job (the driver; agents are started by systems/mtc)."""
+    image = (
+        f" --image {sif('memfs')}" if config["containers"]["use_for_benchmarks"] else ""
+    )
+    return (
+        "("
+        + MPI_ENV
+        + "; "
+        + study_module("memfs", "run")
+        + " "
+        + exp
+        + " --network {wildcards.network}"
+        " --nodes {wildcards.n} --rep {wildcards.rep} "
+        + extra
+        + " --config {params.cfg} --launcher "
+        + LAUNCHER
+        + f" --single-host {int(config['cluster']['single_host'])}"
+        + image
+        + " --out {output}) > {log} 2>&1"
+    )
+
+
+_MEMFS_WC = dict(
+    network=r"[A-Za-z0-9_.+-]+",
+    design="memfs|locality",
+    n=r"\d+",
+    rep=r"\d+",
+    size=r"\d+[KMG]i?B",
+    stripe=r"\d+[KMG]i?B",
+    threads=r"\d+",
+)
+
+
+def memfs_run_cfg(exp):
+    """The config a run depends on (its network, the system settings, its experiment's
+    section): a change elsewhere (another experiment, memfs.workflows) does not re-run it.
+    """
+
+    def cfg(wc):
+        sub = {k: MEMFS[k] for k in ("memcached", "memfs", "iozone")}
+        sub["networks"] = {wc.network: MEMFS["networks"][wc.network]}
+        sub[memfs_layout.SECTION[exp]] = MEMFS[memfs_layout.SECTION[exp]]
+        return shlex.quote(json.dumps(sub, sort_keys=True))
+
+    return cfg
+
+
+def memfs_analysis_cfg(wc):
+    return shlex.quote(
+        json.dumps({k: v for k, v in MEMFS.items() if k != "workflows"}, sort_keys=True)
+    )
+
+
+register_study(
+    "memfs",
+    images=["memfs"],
+    kick=[MEMFS_OUT["kick"], "results/memfs/kick/workflows/raw/workflow~montage/design~locality/nodes~2/tasks_per_node~1/rep~0.json"],
+    **{
+        "title": "MemFS: an in-memory runtime file system with symmetric data distribution",
+        "paper": "004 (FGCS 54, 2016), Chapter 2: MTC Envelope (Section 2.4.1, Figures 2.3-2.6, Table 2.1); "
+        "Montage/BLAST workflows (Section 2.4.2)",
+        "enabled": MEMFS_ON,
+        "claims": [MEMFS_OUT["claims"]],
+        "measurements": [MEMFS_OUT["measurements"]],
+        "figures": [
+            {
+                "path": MEMFS_OUT["figure23"],
+                "caption": "Figure 2.3: MemFS design decisions - (a) write bandwidth vs stripe size, (b) read bandwidth vs prefetch threads (mean and std over repeats). The paper picks 512 KiB stripes; reads depend on the prefetch threads, not on the stripe size.",
+            },
+            {
+                "path": MEMFS_OUT["figure24"],
+                "caption": "Figure 2.4: MTC Envelope bandwidth (MB/s) vs nodes for 1 KB, 1 MB and 128 MB files: write, 1-1 read, N-1 read of MemFS and of the locality-based design (our re-implementation of AMFS's policy; its N-1 bandwidth includes the multicast by replicate-on-read; dashed: its remote 1-1 read).",
+            },
+            {
+                "path": MEMFS_OUT["figure25"],
+                "caption": "Figure 2.5: MTC Envelope throughput (read()/write() calls per second, iozone's own timing; the locality design's N-1 throughput excludes the multicast) vs nodes.",
+            },
+            {
+                "path": MEMFS_OUT["figure26"],
+                "caption": "Figure 2.6: metadata throughput (create, open) vs nodes, mdtest phases (tools/mdtest/mdbench where mdtest is absent).",
+            },
+        ],
+        "tables": [
+            {
+                "path": MEMFS_OUT["table21"],
+                "caption": "Table 2.1: MTC Envelope at the largest node count, 1 MB files, both network settings, published (64 nodes, DAS4) beside reproduced (mean, std, count; our scale).",
+            },
+            {
+                "path": MEMFS_OUT["limit"],
+                "caption": "MemFS as a fraction of raw memcached (mcbench set/get with the stripe size as value size, same nodes and network), and the emulated links' measured rate.",
+            },
+            {
+                "path": MEMFS_OUT["summary"],
+                "caption": "MTC Envelope, metadata, sweeps and limit: per-configuration summary (count/mean/std/min/max, failed, not run).",
+            },
+        ],
+        "stand_ins": [
+            "MTC Envelope (2.4.1): the locality-based design is our re-implementation of AMFS's policy inside MemFS (--policy locality: writes only to the node's own memcached, replicate-on-read, owners via user.memfs.owners) - AMFS's code is not public; its locality-aware placement is the benchmark placing each 1-1 reader on the file's node, its multicast is every node replicating the file (a star from the source, not AMFS Shell's tree).",
+            "MTC Envelope (2.4.1): where a network is marked emulated (locally: both), each system node is a network namespace on one host with its veth link shaped by tc HTB (IPoIB stand-in 8 Gbit/s, 1GbE 1 Gbit/s, no added latency); memcached, MemFS (FUSE), iozone and the metadata benchmark are real. All nodes share this host's cores, so aggregate rates cannot grow with nodes where the CPU (or, for metadata, the scheduling delay of every cross-node round trip), not the link, is the bottleneck.",
+            "MTC Envelope (2.4.1): iozone's throughput mode is used (one process per file of a batch; single-file mode re-opens the file it just created, which a write-once file system refuses), with its 2 s untimed sleeps skipped by an LD_PRELOAD shim (tools/iozone/build/libnosleep.so); bandwidth and throughput come from iozone's own per-child timings.",
+            "MTC Envelope (2.4.1): mdtest (IOR project) is in no reachable registry; tools/mdtest/mdbench (C, MPI) follows mdtest's phases, flags and summary format and is used where mdtest is not on PATH (the memfs image builds the real mdtest).",
+        ],
+        "expected_times": {
+            "setup_local": "envelope: iozone fetch (tools/iozone/fetch.sh) and make -C systems/mtc, tools/mdtest, tools/iozone, < 1 min",
+            "run_local": "envelope, metadata, sweeps, limit (120 runs): ~10 min (the reference run measured 9.3 min of job time on 2 cores), up to ~20 min while other studies run beside it",
+            "analysis_local": "envelope: < 1 min",
+            "run_cluster": "envelope: ~3-5 h (1-29 nodes, 3 sizes, 2 designs, 3 repeats; 64 nodes with a larger partition)",
+        },
+        "benchmarks": [],
+    },
+)
+# per-run benchmark files: the report sums the ones that exist
+STUDY_REPORT["memfs"]["benchmarks"] = [
+    bench_log("memfs", f"memfs_{x}")
+    for x in (
+        "aggregate",
+        "figure2_3_design",
+        "figure2_4_bandwidth",
+        "figure2_5_throughput",
+        "figure2_6_metadata",
+    )
+] + [
+    memfs_layout.run_benchmark(exp, wc, r)
+    for exp, wc, reps in memfs_layout.configs(MEMFS)
+    for r in range(reps)
+]
+
+
+# ---------------------------------------------------------------------------
+# Section 2.4.2: the Montage and BLAST workflows (rules in workflows.smk)
+# ---------------------------------------------------------------------------
+import glob as _glob
+from pathlib import Path
+
+MWF = config["memfs"]["workflows"]
+MWF_ON = bool(MWF["enabled"])
+MWF_CODE = sorted(_glob.glob("systems/mtc-workflows/mtcwf/*.py"))
+MWF_ENV = "PYTHONPATH=systems/mtc-workflows:$PYTHONPATH"
+MWF_RAW = "results/memfs/raw/workflow~{app}/design~{design}/nodes~{n}/tasks_per_node~{k}/rep~{rep}.json"
+MWF_OUT = {
+    "expected": "results/memfs/wf_expected_raw.txt",
+    "measurements": "results/memfs/measurements_workflows.csv",
+    "summary": "results/memfs/tables/workflows_summary.csv",
+    "table23": "results/memfs/tables/table2_3_memory_distribution.csv",
+    "figure27": "results/memfs/figures/figure2_7_vertical.png",
+    "figure28": "results/memfs/figures/figure2_8_horizontal.png",
+    "figure29": "results/memfs/figures/figure2_9_memory.png",
+    "claims": "results/memfs/claims_workflows.csv",
+}
+MWF_PUBLISHED = [f"{MEMFS_DIR}/published.csv", f"{MEMFS_DIR}/published_workflows.csv"]
+
+
+def mwf_configs():
+    """(nodes, tasks_per_node) of every sweep (vertical, horizontal), union, sorted."""
+    out = set()
+    for sweep in MWF["sweeps"].values():
+        for n in sweep["nodes"]:
+            for k in sweep["tasks_per_node"]:
+                out.add((int(n), int(k)))
+    return sorted(out)
+
+
+def mwf_expected():
+    return [
+        MWF_RAW.format(app=a, design=d, n=n, k=k, rep=r)
+        for a in MWF["applications"]
+        for d in MWF["designs"]
+        for n, k in mwf_configs()
+        for r in range(MWF["repeats"])
+    ]
+
+
+def mwf_raw_inputs(wildcards):
+    """All expected raw files; with allow_incomplete only those that exist."""
+    paths = mwf_expected()
+    return [p for p in paths if os.path.exists(p)] if ALLOW_INCOMPLETE else paths
+
+
+def mwf_input_args(app):
+    if app == "montage":
+        m = MWF["montage"]
+        return f"--grid {m['grid']} --npix {m['npix']} --overlap {m['overlap']} --seed {m['seed']}"
+    b = MWF["blast"]
+    return (
+        f"--db-bp {b['db_bp']} --contig-bp {b['contig_bp']} --fragments {b['fragments']}"
+        f" --queries {b['queries']} --seqs-per-query {b['seqs_per_query']} --query-bp {b['query_bp']}"
+        f" --mutation-rate {b['mutation_rate']} --seed {b['seed']}"
+    )
+
+
+def mwf_bench(raw):
+    """Per-run Snakemake benchmark file of a raw file."""
+    rel = ",".join(Path(raw).with_suffix("").parts[3:])
+    return f"results/memfs/benchmarks/memfs_wf_run/{rel}.tsv"
+
+
+def _mwf_report_add(key, items):
+    st = STUDY_REPORT.setdefault(
+        "memfs", {"title": "memfs", "paper": "", "enabled": enabled("memfs")}
+    )
+    cur = st.get(key)
+    cur = [] if not cur else ([cur] if isinstance(cur, (str, dict)) else list(cur))
+    st[key] = cur + list(items)
+
+
+if MWF_ON:
+    _mwf_report_add("claims", [MWF_OUT["claims"]])
+    _mwf_report_add("measurements", [MWF_OUT["measurements"]])
+    _mwf_report_add(
+        "figures",
+        [
+            {
+                "path": MWF_OUT["figure27"],
+                "caption": "Figure 2.7 (vertical scalability): time of the parallel stages vs tasks per node on the largest node count, MemFS vs the locality design (and local disk), Montage and BLAST. The paper: MemFS scales to 8 tasks per node, AMFS to 4 (Montage) and 4 (BLAST).",
+            },
+            {
+                "path": MWF_OUT["figure28"],
+                "caption": "Figure 2.8 (horizontal scalability): time of the parallel stages vs nodes. The paper: both scale out, MemFS faster.",
+            },
+            {
+                "path": MWF_OUT["figure29"],
+                "caption": "Figure 2.9: aggregate memory at the end of the run vs nodes (memcached + FUSE RSS, and data held). The paper: MemFS lower at every scale, and growing more slowly.",
+            },
+        ],
+    )
+    _mwf_report_add(
+        "tables",
+        [
+            {
+                "path": MWF_OUT["table23"],
+                "caption": "Table 2.3: data held by the scheduler node vs the other nodes (locality design; MemFS alongside), published values beside",
+            },
+            {
+                "path": MWF_OUT["summary"],
+                "caption": "Montage and BLAST: per-configuration summary (parallel-stage times, memory; count/mean/std/min/max)",
+            },
+        ],
+    )
+    _mwf_report_add(
+        "benchmarks",
+        [mwf_bench(p) for p in mwf_expected()]
+        + [
+            bench_log("memfs", f"memfs_wf_{x}")
+            for x in (
+                "tidy",
+                "table23",
+                "figure2_7_vertical",
+                "figure2_8_horizontal",
+                "figure2_9_memory",
+                "claims",
+            )
+        ],
+    )
+    _mwf_report_add(
+        "stand_ins",
+        [
+            "Workflows (2.4.2): the cluster is emulated by systems/mtc: n+1 'nodes' on one host, each system node a network namespace with its own memcached and MemFS mounts, links shaped with tc HTB; on Slurm the same code runs on real nodes.",
+            "Workflows (2.4.2): synthetic inputs instead of the M17 mosaic (an N x N grid of TAN tiles with a shared star field, per-tile background planes, 30 % overlap) and instead of the NCBI nt database (random ACGT split with fastasplit; mutated queries with known origins).",
+            "Workflows (2.4.2): the locality design is our re-implementation of AMFS's policy inside MemFS (writes to the local memcached only, replicate-on-read, placement by the first input's owner via memfs-locate / user.memfs.owners), not AMFS itself; AMFS Shell is our MTC scheduler (systems/mtc-workflows).",
+            f"Workflows (2.4.2): this run's scale: a {MWF['montage']['grid']} x {MWF['montage']['grid']} mosaic of "
+            f"{MWF['montage']['npix']}^2 tiles, a {MWF['blast']['db_bp'] / 1e6:g} Mbp database in "
+            f"{MWF['blast']['fragments']} fragments x {MWF['blast']['queries']} query files, "
+            f"(nodes, tasks per node) in {mwf_configs()}, {MWF['repeats']} repeats; on one 2-core host the "
+            "emulated nodes share the cores, so times are dominated by process start-up and CPU sharing, not by "
+            "the network (config/config.yaml has the paper's scale).",
+        ],
+    )
+    _exp = STUDY_REPORT["memfs"].setdefault("expected_times", {})
+    for _k, _v in {
+        "run_local": f"workflows: ~10 min ({len(mwf_expected())} runs of 3-20 s on 2 shared cores; the reference run measured 10.1 min)",
+        "analysis_local": "workflows: < 1 min",
+        "run_cluster": "workflows: hours (Montage 50x50 and BLAST 512 fragments on 8-64 nodes, 3 repeats)",
+    }.items():
+        _exp[_k] = (_exp[_k] + "; " if _exp.get(_k) else "") + _v
+
+
+# One tidy table for the whole MemFS study: the envelope's and the workflows' parts.
+MEMFS_MEASUREMENT_PARTS = list(STUDY_REPORT["memfs"]["measurements"])
+STUDY_REPORT["memfs"]["measurements"] = ["results/memfs/measurements.csv"]
