@@ -330,6 +330,7 @@ type WorkSummary struct {
 	Type      string     `json:"type"`
 	Workers   int        `json:"workers"`
 	Storage   string     `json:"storage"`
+	Endpoint  string     `json:"endpoint,omitempty"`
 	Failed    bool       `json:"failed"`
 	Reason    string     `json:"reason,omitempty"`
 	Errors    []string   `json:"errors,omitempty"`
@@ -352,8 +353,14 @@ func buildSummary(rn *Runner, stages []*StageResult, timeScale float64) *Summary
 		}
 		for _, wr := range sr.Works {
 			win := wr.WinEnd.Sub(wr.WinStart).Seconds()
+			ep := ""
+			if wr.Work.Storage.Type == "s3" {
+				if set, err := s3SettingsFrom(wr.Work.Storage, rn.Endpoint); err == nil {
+					ep = set.Endpoint
+				}
+			}
 			ss.Works = append(ss.Works, &WorkSummary{Name: wr.Work.Name, Type: wr.Work.Type, Workers: wr.Work.Workers,
-				Storage: wr.Work.Storage.Type, Failed: wr.Failed, Reason: wr.Reason, Errors: wr.Errors, ErrCount: wr.ErrCount,
+				Storage: wr.Work.Storage.Type, Endpoint: ep, Failed: wr.Failed, Reason: wr.Reason, Errors: wr.Errors, ErrCount: wr.ErrCount,
 				Requests: len(wr.Recs), WindowS: win, Ops: aggregate([]*WorkResult{wr}, win, nil), Integrity: wr.Integrity})
 		}
 		s.Stages = append(s.Stages, ss)

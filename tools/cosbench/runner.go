@@ -87,7 +87,7 @@ func (rn *Runner) storeFor(wk *Work) (Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		s3, err := newS3Store(set, wk.Workers)
+		s3, err := newS3Store(rn.Ctx, set, wk.Workers)
 		if err != nil {
 			return nil, err
 		}
@@ -171,6 +171,7 @@ type workerState struct {
 	buf      []byte
 	recs     []rec
 	bodies   *bodyPool
+	count    atomic.Int64 // requests so far (read by the progress printer)
 }
 
 func (rn *Runner) runWork(stageIdx int, st *Stage, wk *Work) *WorkResult {
@@ -242,6 +243,7 @@ func (rn *Runner) runWork(stageIdx int, st *Stage, wk *Work) *WorkResult {
 					}
 				}
 				ws.recs = append(ws.recs, rc)
+				ws.count.Add(1)
 			}
 			if wk.Type != "normal" {
 				rn.scan(wk, store, ws, record)
@@ -271,7 +273,12 @@ func (rn *Runner) runWork(stageIdx int, st *Stage, wk *Work) *WorkResult {
 			}
 		}(ws)
 	}
+	done := make(chan struct{})
+	if rn.Progress != nil && wk.Type == "normal" {
+		go rn.progress(wk, start, workers, done)
+	}
 	wg.Wait()
+	close(done)
 	wr.End = time.Now()
 	if wk.Runtime == 0 {
 		wr.WinEnd = wr.End
@@ -299,6 +306,30 @@ func (rn *Runner) runWork(stageIdx int, st *Stage, wk *Work) *WorkResult {
 		wr.Failed, wr.Reason = true, "interrupted"
 	}
 	return wr
+}
+
+// progress prints a line every 10 s while a normal work runs.
+func (rn *Runner) progress(wk *Work, start time.Time, workers []*workerState, done chan struct{}) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-t.C:
+			var n int64
+			for _, ws := range workers {
+				n += ws.count.Load()
+			}
+			left := ""
+			if wk.Runtime > 0 {
+				left = fmt.Sprintf(", %.0fs left", wk.Rampup+wk.Runtime+wk.Rampdown-now.Sub(start).Seconds())
+			} else if wk.TotalOps > 0 {
+				left = fmt.Sprintf(" of %d", wk.TotalOps)
+			}
+			rn.logf("work %q: %d requests after %.0fs%s", wk.Name, n, now.Sub(start).Seconds(), left)
+		}
+	}
 }
 
 func isIntegrity(err error) bool {

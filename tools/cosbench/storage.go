@@ -71,6 +71,7 @@ type s3Store struct {
 	base   *url.URL
 	signer *Signer
 	client *http.Client
+	ctx    context.Context // cancelled on SIGINT/SIGTERM: in-flight requests end too
 }
 
 // S3Settings are the keys of an s3 storage config.
@@ -101,7 +102,7 @@ func s3SettingsFrom(st Storage, endpointOverride string) (S3Settings, error) {
 	return s, nil
 }
 
-func newS3Store(s S3Settings, conns int) (*s3Store, error) {
+func newS3Store(ctx context.Context, s S3Settings, conns int) (*s3Store, error) {
 	u, err := url.Parse(strings.TrimRight(s.Endpoint, "/"))
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("endpoint %q: not a URL", s.Endpoint)
@@ -118,7 +119,7 @@ func newS3Store(s S3Settings, conns int) (*s3Store, error) {
 		ReadBufferSize:      64 << 10,
 	}
 	return &s3Store{base: u, signer: NewSigner(s.AccessKey, s.SecretKey, s.Region),
-		client: &http.Client{Transport: tr, Timeout: s.Timeout}}, nil
+		client: &http.Client{Transport: tr, Timeout: s.Timeout}, ctx: ctx}, nil
 }
 
 type reqTimes struct {
@@ -138,7 +139,7 @@ func (s *s3Store) do(method, bucket, key string, query url.Values, body io.Reade
 		WroteRequest:         func(httptrace.WroteRequestInfo) { t.wrote = time.Now() },
 		GotFirstResponseByte: func() { t.first = time.Now() },
 	}
-	ctx := httptrace.WithClientTrace(context.Background(), trace)
+	ctx := httptrace.WithClientTrace(s.ctx, trace)
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, t, err

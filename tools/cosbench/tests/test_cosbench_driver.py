@@ -208,3 +208,30 @@ def test_csv_header_fixtures_match_output(driver, tmp_path):
     assert header == (TOOL / "fixtures" / "csv" / "workload-header.csv").read_text().strip()
     stage = (out / "s3-main.csv").read_text().splitlines()[:2]
     assert stage == (TOOL / "fixtures" / "csv" / "stage-header-read-write.csv").read_text().splitlines()
+
+
+def test_parse_reads_driver_output_and_old_cosbench_header(driver, tmp_path):
+    from tools.cosbench import parse
+
+    out = tmp_path / "out"
+    assert run(driver, CONF / "noop-config.xml", out, "--time-scale", "0.001", "--quiet").returncode == 0
+    rows = parse.workload_rows(out / "w1-demo.csv")
+    assert [r["op_name"] for r in rows] == ["init", "prepare-write", "read", "write", "cleanup-delete", "dispose"]
+    assert rows[1]["Op-Count"] == 1600 and rows[1]["Succ-Ratio"] == 1.0 and rows[1]["status"] == "completed"
+    long = parse.tidy(out, stack="mock")
+    prep = {r["metric"]: r for r in long if r["op_name"] == "prepare-write"}
+    assert prep["byte_count"]["value"] == 1600 * 64000 and prep["byte_count"]["unit"] == "B"
+    assert prep["op_count"]["stack"] == "mock" and prep["op_count"]["tool_kind"] == "stand-in:cosbench-driver"
+    # the older COSBench exporter (no Avg-ProcTime), N/A values, a stage without requests
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "w7-x.csv").write_text(
+        "Stage,Op-Name,Op-Type,Op-Count,Byte-Count,Avg-ResTime,60%-ResTime,80%-ResTime,90%-ResTime,95%-ResTime,"
+        "99%-ResTime,100%-ResTime,Throughput,Bandwidth,Succ-Ratio,Status,Detailed Status\n"
+        "w7-s3-main,read,read,120,7680000,12.5,10,20,30,40,50,60,4,256000,99.17%,completed,"
+        "submitted @ 2024-01-01 00:00:00,completed @ 2024-01-01 00:00:30\n"
+        "delay,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,completed,completed @ 2024-01-01 00:01:00\n")
+    rows = parse.workload_rows(old / "w7-x.csv")
+    assert rows[0]["Succ-Ratio"] == pytest.approx(0.9917) and "Avg-ProcTime" not in rows[0]
+    assert rows[0]["detailed_status"].count("@") == 2 and rows[1]["Op-Count"] is None
+    assert {r["metric"] for r in parse.tidy(old)} >= {"op_count", "avg_res_time", "throughput"}
