@@ -46,6 +46,12 @@ import sys
 import time
 from pathlib import Path
 
+try:
+    from systems.mtc import netns  # the shared process helpers (the rules put the repository on PYTHONPATH)
+except ImportError:  # run by hand as a script, without it
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from systems.mtc import netns
+
 HERE = Path(__file__).resolve().parent
 NFSFUSE = HERE / "build" / "nfsfuse"
 SUBNET = "10.77.0"
@@ -75,14 +81,8 @@ def sh(*cmd: str, check: bool = True, quiet: bool = False) -> subprocess.Complet
 
 
 def pid_alive(pid: int | None) -> bool:
-    if not pid:
+    if not pid or not netns.pid_alive(pid):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     try:  # a zombie is not alive
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
     except OSError:

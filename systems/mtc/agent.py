@@ -39,6 +39,10 @@ import traceback
 from multiprocessing.connection import Listener
 from pathlib import Path
 
+# the agent runs as a script: its folder (systems/mtc) is sys.path[0]
+import mcproto
+import netns
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 DEFAULT_MEMFS = REPO / "systems" / "memfs" / "build" / "memfs"
@@ -56,16 +60,6 @@ def _set_pdeathsig(sig=signal.SIGTERM) -> None:
         libc.prctl(1, int(sig), 0, 0, 0)  # PR_SET_PDEATHSIG
     except OSError:
         pass
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _rss_bytes(pid: int) -> int | None:
@@ -90,11 +84,7 @@ def _du_bytes(path: Path) -> int:
 
 
 def _is_mount(path: str) -> bool:
-    try:
-        with open("/proc/self/mountinfo") as fh:
-            return any(line.split()[4] == path for line in fh)
-    except OSError:
-        return os.path.ismount(path)
+    return netns.in_mountinfo(path, fallback=os.path.ismount)
 
 
 def _clip(text: str) -> str:
@@ -144,11 +134,7 @@ class Agent:
             return "127.0.0.1"
 
     def _free_port(self) -> int:
-        s = socket.socket()
-        s.bind((self.ip, 0))
-        port = s.getsockname()[1]
-        s.close()
-        return port
+        return netns.free_port(self.ip)
 
     def _cmd(self, argv: list[str]) -> list[str]:
         return self.prefix + argv
@@ -250,7 +236,8 @@ class Agent:
                             raise RuntimeError(f"memfs did not mount {mnt} in {timeout} s: {text[-2000:]}")
                         time.sleep(0.02)
                     paths.append(str(mnt))
-                log(f"mounted {len(paths)} x {design} ({' '.join(shlex.quote(c) for c in self.mounts[0]['cmd'][1:-2])})")
+                log(f"mounted {len(paths)} x {design} "
+                    f"({' '.join(shlex.quote(c) for c in self.mounts[0]['cmd'][1:-2])})")
             elif design == "local-disk":
                 for j in range(mounts_per_node):
                     d = self.workdir / "disk" / f"mnt-{j}"
@@ -273,11 +260,7 @@ class Agent:
                     r = subprocess.run(["fusermount3", "-u", path], capture_output=True)
                     if r.returncode != 0:
                         subprocess.run(["fusermount3", "-u", "-z", path], capture_output=True)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                netns.wait_or_kill(proc, 10)
                 if _is_mount(path):
                     subprocess.run(["umount", "-l", path], capture_output=True)
                 try:
@@ -429,15 +412,7 @@ class Agent:
         return out
 
     def mc_command(self, line: str, end: bytes = b"END\r\n") -> bytes:
-        with socket.create_connection((self.ip, self.mc_port), 5) as s:
-            s.sendall(line.encode() + b"\r\n")
-            buf = b""
-            while not buf.endswith(end):
-                chunk = s.recv(1 << 20)
-                if not chunk:
-                    break
-                buf += chunk
-        return buf
+        return mcproto.command(self.ip, self.mc_port, line, end)
 
     def memcached_stats(self) -> dict:
         out = {}
@@ -525,7 +500,7 @@ class Agent:
         while not self._closed:
             time.sleep(1.0)
             why = None
-            if self.a.parent_pid and not _pid_alive(self.a.parent_pid):
+            if self.a.parent_pid and not netns.pid_alive(self.a.parent_pid):
                 why = f"launcher pid {self.a.parent_pid} is gone"
             elif self.a.heartbeat_timeout > 0:
                 try:
@@ -558,11 +533,7 @@ class Agent:
             log(f"unmount failed: {exc}")
         if self.mc and self.mc.poll() is None:
             self.mc.terminate()
-            try:
-                self.mc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.mc.kill()
-                self.mc.wait()
+            netns.wait_or_kill(self.mc, 5)
         try:
             (self.rdv / f"state-{self.index}.json").unlink()
         except OSError:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import netns
+import netns  # noqa: E402 -- as a script and imported as systems.mtc.launch alike
 
 AGENT = HERE / "agent.py"
 DESIGNS = ("memfs", "locality", "local-disk", "none")
@@ -441,9 +441,9 @@ class Cluster:
             except (OSError, ValueError):
                 continue
             for mnt in state.get("mounts", []):
-                if os.path.ismount(mnt) or _in_mountinfo(mnt):
+                if os.path.ismount(mnt) or netns.in_mountinfo(mnt):
                     subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
-                    if _in_mountinfo(mnt):
+                    if netns.in_mountinfo(mnt):
                         subprocess.run(["umount", "-l", mnt], capture_output=True)
             for key in ("memcached_pid", "fuse_pids", "bg_pids", "pid"):
                 pids = state.get(key) or []
@@ -457,14 +457,6 @@ class Cluster:
 
     def __exit__(self, *exc):
         self.close()
-        return False
-
-
-def _in_mountinfo(path: str) -> bool:
-    try:
-        with open("/proc/self/mountinfo") as fh:
-            return any(line.split()[4] == path for line in fh)
-    except OSError:
         return False
 
 

@@ -74,7 +74,8 @@ def available() -> str | None:
     if os.geteuid() != 0:
         return "network namespaces need root"
     for tool in ("ip", "tc", "nsenter"):
-        if not any(os.access(os.path.join(d, tool), os.X_OK) for d in os.environ.get("PATH", "").split(":") + ["/usr/sbin", "/sbin"]):
+        dirs = os.environ.get("PATH", "").split(":") + ["/usr/sbin", "/sbin"]
+        if not any(os.access(os.path.join(d, tool), os.X_OK) for d in dirs):
             return f"{tool} is missing"
     return None
 
@@ -88,16 +89,6 @@ def _locked():
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _registry() -> dict[str, dict]:
@@ -165,7 +156,7 @@ def cleanup_stale(verbose: bool = False) -> list[str]:
     removed = []
     with _locked():
         for cid, ent in _registry().items():
-            if ent.get("host") == socket.gethostname() and not _alive(int(ent.get("pid", 0))):
+            if ent.get("host") == socket.gethostname() and not pid_alive(int(ent.get("pid", 0))):
                 _destroy_locked(cid)
                 removed.append(cid)
         # namespaces without a registry entry (a crash between steps)
@@ -269,3 +260,46 @@ def leftovers(cid: str | None = None) -> dict[str, list[str]]:
 
 def nsenter_prefix(cid: str, i: int) -> list[str]:
     return ["nsenter", f"--net={ns_path(cid, i)}"]
+
+
+# --------------------------------------------------------------------------
+# process, port and mount helpers: the one copy for the launcher, its agent,
+# systems/homefs and the MemFS tests (standard library only, like the agent)
+# --------------------------------------------------------------------------
+def pid_alive(pid: int) -> bool:
+    """The process exists (a zombie counts; one of another user's answers PermissionError)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def in_mountinfo(path: str, fallback=None) -> bool:
+    """``path`` is a mount point in /proc/self/mountinfo (as written there: not resolved, not unescaped);
+    if that cannot be read, ``fallback(path)`` or False."""
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            return any(line.split()[4] == path for line in fh)
+    except OSError:
+        return fallback(path) if fallback else False
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free on ``host`` a moment ago."""
+    s = socket.socket()
+    s.bind((host, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_or_kill(proc: subprocess.Popen, timeout: float) -> None:
+    """Wait up to ``timeout`` s for ``proc`` to exit, then SIGKILL it and reap it."""
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -30,20 +30,18 @@ import tempfile
 import time
 from pathlib import Path
 
+try:
+    from systems.mtc import netns  # the shared port, mount and process helpers (./repro env puts the repository
+except ImportError:                # on PYTHONPATH); run without it: the repository root from this file
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from systems.mtc import netns
+
 HERE = Path(__file__).resolve().parent
 BUILD = HERE.parent / "build"
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def start_memcached(mem_mb, item_max):
-    port = free_port()
+    port = netns.free_port()
     cmd = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", str(mem_mb),
            "-I", item_max, "-M", "-t", "2", "-c", "4096"]
     if os.geteuid() == 0:
@@ -59,9 +57,7 @@ def start_memcached(mem_mb, item_max):
     raise RuntimeError("memcached did not start")
 
 
-def is_mounted(path):
-    with open("/proc/self/mountinfo") as f:
-        return any(ln.split()[4] == path for ln in f)
+is_mounted = netns.in_mountinfo
 
 
 def mount(servers, path, args):
@@ -83,11 +79,7 @@ def unmount(p, path):
         subprocess.run(["fusermount3", "-u", path], capture_output=True)
         if is_mounted(path):
             subprocess.run(["fusermount3", "-u", "-z", path], capture_output=True)
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    netns.wait_or_kill(p, 10)
 
 
 TCK = os.sysconf("SC_CLK_TCK")

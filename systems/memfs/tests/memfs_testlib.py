@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from systems.mtc import mcproto, netns
+
 REPO = Path(__file__).resolve().parents[3]
 MEMFS_DIR = REPO / "systems" / "memfs"
 BUILD = MEMFS_DIR / "build"
@@ -80,12 +82,7 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(base, ignore_errors=True)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+free_port = netns.free_port  # (imported from here by the tests)
 
 
 class Memcached:
@@ -120,15 +117,7 @@ class Memcached:
         return f"127.0.0.1:{self.port}"
 
     def _cmd(self, line, end=b"END\r\n"):
-        with socket.create_connection(("127.0.0.1", self.port), 5) as s:
-            s.sendall(line.encode() + b"\r\n")
-            buf = b""
-            while not buf.endswith(end):
-                chunk = s.recv(1 << 20)
-                if not chunk:
-                    break
-                buf += chunk
-        return buf
+        return mcproto.command("127.0.0.1", self.port, line, end)
 
     def stats(self):
         out = {}
@@ -160,15 +149,7 @@ class Memcached:
         return [ln.startswith("HD") for ln in lines]
 
     def _cmd_raw(self, data, end):
-        with socket.create_connection(("127.0.0.1", self.port), 5) as s:
-            s.sendall(data)
-            buf = b""
-            while not buf.endswith(end):
-                chunk = s.recv(1 << 20)
-                if not chunk:
-                    break
-                buf += chunk
-        return buf
+        return mcproto.request("127.0.0.1", self.port, data, end)
 
     def get(self, key):
         raw = self._cmd("get " + key)
@@ -255,11 +236,7 @@ class Mount:
             r = subprocess.run(["fusermount3", "-u", self.path], capture_output=True)
             if r.returncode != 0 or is_mounted(self.path):
                 subprocess.run(["fusermount3", "-u", "-z", self.path], capture_output=True)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        netns.wait_or_kill(self.proc, 10)
         if is_mounted(self.path):  # daemon killed: drop the dead mount
             subprocess.run(["fusermount3", "-u", "-z", self.path], capture_output=True)
         self._log.close()
