@@ -235,6 +235,9 @@ func (rn *Runner) runWork(stageIdx int, st *Stage, wk *Work) *WorkResult {
 				} else {
 					rc.counted = true
 				}
+				if err != nil && rn.Ctx.Err() != nil {
+					return // cut short by SIGINT/SIGTERM: not a failure of the storage
+				}
 				if err != nil {
 					rc.err = noteErr(err)
 					rc.bytes = 0
@@ -280,8 +283,11 @@ func (rn *Runner) runWork(stageIdx int, st *Stage, wk *Work) *WorkResult {
 	wg.Wait()
 	close(done)
 	wr.End = time.Now()
-	if wk.Runtime == 0 {
+	if wk.Runtime == 0 || wr.End.Before(wr.WinEnd) { // totalOps/totalBytes, or interrupted
 		wr.WinEnd = wr.End
+	}
+	if wr.WinEnd.Before(wr.WinStart) {
+		wr.WinStart = wr.WinEnd
 	}
 	for _, ws := range workers {
 		wr.Recs = append(wr.Recs, ws.recs...)
@@ -298,12 +304,12 @@ func (rn *Runner) runWork(stageIdx int, st *Stage, wk *Work) *WorkResult {
 	}
 	wr.Integrity = integ
 	switch {
+	case rn.Ctx.Err() != nil:
+		wr.Failed, wr.Reason = true, "interrupted"
 	case integ > 0:
 		wr.Failed, wr.Reason = true, fmt.Sprintf("%d object(s) failed the integrity check", integ)
 	case fails > 0 && fails*1000000 > int64(wk.AFR)*total:
 		wr.Failed, wr.Reason = true, fmt.Sprintf("%d of %d operations failed (afr %d per million)", fails, total, wk.AFR)
-	case rn.Ctx.Err() != nil:
-		wr.Failed, wr.Reason = true, "interrupted"
 	}
 	return wr
 }
