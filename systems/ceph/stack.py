@@ -36,6 +36,7 @@ from systems.storage_common.daemons import (  # noqa: E402
     main,
     mounted,
     require_port_free,
+    say,
     run,
     wait_port,
     wait_until,
@@ -182,7 +183,7 @@ class CephStack(Stack):
             rgw_ip=mon_ip, rgw_port=a.rgw_port, objectstore=a.objectstore, osd_size_gb=a.osd_size_gb,
             pool_size=a.pool_size, public_network=a.public_network))
         c = ["-c", str(self.conf)]
-        print(f"ceph: fsid {fsid}, {len(hosts)} host(s), {a.osds} OSD(s) per host, {a.objectstore}", flush=True)
+        say(f"ceph: fsid {fsid}, {len(hosts)} host(s), {a.osds} OSD(s) per host, {a.objectstore}")
 
         # keys: mon., client.admin; monmap; mon store
         mon_key, admin_key = keys / "mon.a.keyring", keys / "client.admin.keyring"
@@ -216,7 +217,7 @@ class CephStack(Stack):
                           "osd", "allow *", "-o", str(keys / f"{name}.keyring"))
                 osd_dir = data / name
                 run(self.on_host(host, ["mkdir", "-p", str(osd_dir)]), f"{name} data directory")
-                print(f"ceph: mkfs {name} on {host}", flush=True)
+                say(f"ceph: mkfs {name} on {host}")
                 run(self.on_host(host, ["ceph-osd", *c, "-i", oid, "--mkfs", "--osd-uuid", osd_uuid]),
                     f"{name} mkfs", timeout=300)
                 argv = ["ceph-osd", *c, "-f", "-i", oid]

@@ -33,6 +33,7 @@ from systems.storage_common.daemons import (  # noqa: E402
     main,
     mounted,
     require_port_free,
+    say,
     run,
     wait_port,
     wait_until,
@@ -102,7 +103,7 @@ class JuiceFSStack(Stack):
         start_minio(self, "minio", data, a.minio_port, creds, hosts)
 
         # format: the volume's data go to a MinIO bucket, its metadata to Redis
-        print("juicefs: format", flush=True)
+        say("juicefs: format")
         run([jfs, "format", "--storage", "minio", "--bucket", f"{creds['endpoint']}/jfs",
              "--access-key", creds["access_key"], "--secret-key", creds["secret_key"], meta, VOLUME],
             "juicefs format", timeout=120)

@@ -4,25 +4,57 @@
 # Cold: ≈12 min on 2 cores (at most 2 build jobs, GOFLAGS=-p=2). Warm: a no-op.
 # Needs a Go >= 1.21 on PATH (or /usr/local/go/bin): it fetches the pinned toolchain
 # (GO_TOOLCHAIN) itself through the module proxy.
+#
+#   setup.sh [--install DIR]    also copy the binary to DIR (the container images use this)
 set -euo pipefail
+install_to=
+if [ "${1:-}" = --install ]; then install_to=${2:?--install needs a directory}; fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=/dev/null
 . "$here/versions.env"
 cache="${REPRO_CACHE:-$HOME/.cache/repro}/minio-$MINIO_VERSION"
 say() { echo "minio setup: $*"; }
 
+install_bin() {
+    if [ -n "$install_to" ]; then
+        install -D -m 0755 "$cache/bin/minio" "$install_to/minio"
+        say "installed $install_to/minio"
+    fi
+}
+
 if [ -f "$cache/.complete" ] && [ -x "$cache/bin/minio" ]; then
     say "cached: $cache/bin/minio"
+    install_bin
     exit 0
 fi
 
-go=$(command -v go || true)
+go=${GO:-$(command -v go || true)}
 [ -n "$go" ] || go=/usr/local/go/bin/go
-[ -x "$go" ] || { echo "minio setup: no Go found (need go >= 1.21 on PATH or /usr/local/go/bin/go)" >&2; exit 1; }
+[ -x "$go" ] || { echo "minio setup: no Go found (need a go on PATH, /usr/local/go/bin/go, or GO=...)" >&2; exit 1; }
 
 mkdir -p "$(dirname "$cache")"
 tmp=$(mktemp -d "$(dirname "$cache")/.minio-build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+
+# A Go older than 1.21 (Debian bookworm has 1.19) cannot switch toolchains itself: fetch the
+# pinned one as the module golang.org/toolchain through the module proxy, once, into the cache.
+minor=$("$go" env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
+if [ "${minor:-0}" -lt 21 ]; then
+    tc="$(dirname "$cache")/go-$GO_TOOLCHAIN"
+    if [ ! -x "$tc/bin/go" ]; then
+        say "$("$go" env GOVERSION) is older than go1.21: fetching $GO_TOOLCHAIN through the module proxy"
+        mod="golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.$("$go" env GOOS)-$("$go" env GOARCH)"
+        dir=$(cd "$tmp" && GOFLAGS= "$go" mod download -json "$mod" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+        [ -x "$dir/bin" ] || { echo "minio setup: could not download $mod" >&2; exit 1; }
+        rm -rf "$tc.tmp"
+        cp -r "$dir" "$tc.tmp"
+        chmod -R u+w "$tc.tmp"
+        chmod +x "$tc.tmp"/bin/* "$tc.tmp"/pkg/tool/*/*
+        mv "$tc.tmp" "$tc"
+    fi
+    go=$tc/bin/go
+    unset GOROOT
+fi
 
 # pseudo-version v0.0.0-YYYYMMDDhhmmss-<12 hex> -> the build constants MinIO's own ldflags set
 stamp=${MINIO_VERSION#v0.0.0-}; commit=${stamp#*-}; stamp=${stamp%%-*}
@@ -42,3 +74,4 @@ mv "$tmp/bin" "$cache/bin"
 echo "$MINIO_MODULE@$MINIO_VERSION $GO_TOOLCHAIN built in $(( $(date +%s) - start )) s" > "$cache/BUILD"
 touch "$cache/.complete"
 say "built $cache/bin/minio in $(( $(date +%s) - start )) s"
+install_bin

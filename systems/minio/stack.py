@@ -35,6 +35,7 @@ from systems.storage_common.daemons import (  # noqa: E402
     add_host_arguments,
     main,
     require_port_free,
+    say,
     run,
     wait_until,
     write_json,
@@ -155,7 +156,7 @@ class MinioStack(Stack):
         host = "127.0.0.1" if len(hosts) == 1 else socket.gethostbyname(hosts[0])
         creds = new_credentials(f"http://{host}:{a.port}")
         write_json(self.state / "s3-user.json", creds)
-        print(f"minio: serving {a.data} ({kind}) on port {a.port} -> {self.system_kind}", flush=True)
+        say(f"minio: serving {a.data} ({kind}) on port {a.port} -> {self.system_kind}")
         start_minio(self, "minio", a.data, a.port, creds, hosts)
         self.info.update(endpoints={"s3": creds["endpoint"]}, credentials=creds, data=str(a.data.resolve()),
                          data_fs=kind, hosts=hosts)

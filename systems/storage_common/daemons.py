@@ -35,6 +35,11 @@ class StackError(RuntimeError):
     """A stack could not be brought up or is unhealthy; the message names the daemon."""
 
 
+def say(msg: str) -> None:
+    """Progress for people: on stderr, so that stdout carries only the JSON result."""
+    print(msg, file=sys.stderr, flush=True)
+
+
 def log_tail(path: Path, lines: int = 40) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -301,7 +306,7 @@ class Stack:
 
     def launch(self, name: str, argv: list[str], env: dict | None = None, cwd: Path | None = None) -> Daemon:
         d = self.daemon(name)
-        print(f"{self.name}: starting {name}", flush=True)
+        say(f"{self.name}: starting {name}")
         d.start(argv, env=env, cwd=cwd)
         self._record_started(name)
         return d
@@ -356,7 +361,10 @@ class Stack:
                 d = self.daemon(failing)
                 print(f"--- last lines of {d.log} ---\n{log_tail(d.log)}\n---", file=sys.stderr)
             print(f"{self.name}: cleaning up everything `up` started", file=sys.stderr)
-            self.down(quiet=True)
+            try:
+                self.down(quiet=True)
+            except StackError as cleanup:
+                print(f"{self.name}: cleanup after the failed up: {cleanup}", file=sys.stderr)
             raise
         return self.info
 
@@ -394,7 +402,7 @@ class Stack:
         (self.state / "stack.json").unlink(missing_ok=True)
         result = {"stack": self.name, "stopped": stopped, "down_seconds": round(time.monotonic() - t0, 2)}
         if not quiet:
-            print(f"{self.name}: down ({', '.join(stopped) or 'nothing was running'})", flush=True)
+            say(f"{self.name}: down ({', '.join(stopped) or 'nothing was running'})")
         if problems:
             raise StackError("; ".join(problems))
         return result
