@@ -1,0 +1,82 @@
+"""The Nuclio cluster path, offline: the manifests deploy.sh would apply render with Debian's kubectl
+1.20; core kinds validate against Kubernetes 1.25's schemas, the NuclioFunction resources (and
+nuctl's function.yaml files) against systems/nuclio/schema; broken ones are rejected naming the field."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+FOLDER = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(FOLDER.parent / "openfaas"))
+import k8scheck  # noqa: E402
+
+DEPLOY = FOLDER / "deploy.sh"
+FUNCTIONS = {"imageproc": "shell", "imageproc-np": "shell", "reverse": "shell", "reverse-go": "golang"}
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return k8scheck.render(DEPLOY)
+
+
+def test_every_manifest_validates(docs):
+    assert k8scheck.validate_all(docs) == []
+    assert k8scheck.validate_all(k8scheck.render(DEPLOY, registry=None)) == []
+    kinds = sorted({d["kind"] for d in docs})
+    assert kinds == ["CustomResourceDefinition", "Deployment", "Namespace", "NuclioFunction", "Role", "RoleBinding",
+                     "ServiceAccount"]
+
+
+def test_versions_and_functions_follow_the_paper(docs):
+    (ctl,) = [d for d in docs if d["kind"] == "Deployment"]
+    assert ctl["spec"]["template"]["spec"]["containers"][0]["image"] == "quay.io/nuclio/controller:1.6.18-amd64"
+    crds = {d["spec"]["names"]["kind"] for d in docs if d["kind"] == "CustomResourceDefinition"}
+    assert "NuclioFunction" in crds
+    fns = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "NuclioFunction"}
+    assert {name: spec["runtime"] for name, spec in fns.items()} == FUNCTIONS
+    for name, spec in fns.items():
+        assert spec["image"] == f"registry.example:5000/repro/nuclio-{name}:1.6.18"
+        assert spec["minReplicas"] == spec["maxReplicas"] == 1, "instance count pinned; deploy.sh scale sets both"
+        assert spec["triggers"]["http"]["attributes"]["serviceType"] == "NodePort"
+
+
+def test_nuctl_build_files_validate():
+    template = (FOLDER / "functions" / "shell" / "function.yaml").read_text()
+    shell = yaml.safe_load(template.replace("FUNCTION", "reverse"))
+    go = yaml.safe_load((FOLDER / "functions" / "reverse-go" / "function.yaml").read_text())
+    assert k8scheck.errors(shell) == [] and k8scheck.errors(go) == []
+    # the cluster's Go handler cannot be built here (the Nuclio SDK module is refused), but it must parse
+    done = subprocess.run(["gofmt", "-l", str(FOLDER / "functions" / "reverse-go" / "handler.go")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+
+
+def test_a_broken_function_is_rejected_with_the_field_named(tmp_path):
+    broken = tmp_path / "functions"
+    shutil.copytree(FOLDER / "k8s" / "functions", broken)
+    text = (broken / "reverse.yaml").read_text()
+    (broken / "reverse.yaml").write_text(text.replace("minReplicas: 1", "minReplicas: two").replace(
+        "handler: reverse:main", "handler: reverse"))
+    out = subprocess.run([k8scheck.kubectl(), "kustomize", str(broken)], capture_output=True, text=True, check=True)
+    errs = k8scheck.validate_all(list(yaml.safe_load_all(out.stdout)))
+    assert len(errs) == 2
+    assert any("NuclioFunction nuclio/reverse: spec.minReplicas: 'two' is not of type 'integer'" in e for e in errs)
+    assert any("NuclioFunction nuclio/reverse: spec.handler" in e for e in errs)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["scale", "--function", "reverse-go", "--replicas", "4"], "--kubeconfig FILE is required"),
+    (["scale", "--kubeconfig", "KC", "--function", "reverse-py", "--replicas", "4"], "want one of: imageproc"),
+    (["scale", "--kubeconfig", "KC", "--function", "reverse-go"], "--replicas N is required"),
+    (["build"], "--registry is required"),
+    (["url", "--kubeconfig", "KC", "--function", "reverse-go"], "service nuclio/nuclio-reverse-go not found"),
+])
+def test_deploy_script_names_what_is_wrong(tmp_path, args, message):
+    kc = str(k8scheck.unreachable_kubeconfig(tmp_path / "kubeconfig"))
+    done = k8scheck.run_deploy(DEPLOY, *[kc if a == "KC" else a for a in args])
+    assert done.returncode != 0
+    assert message in done.stderr
