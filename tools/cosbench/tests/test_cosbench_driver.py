@@ -235,3 +235,43 @@ def test_parse_reads_driver_output_and_old_cosbench_header(driver, tmp_path):
     assert rows[0]["Succ-Ratio"] == pytest.approx(0.9917) and "Avg-ProcTime" not in rows[0]
     assert rows[0]["detailed_status"].count("@") == 2 and rows[1]["Op-Count"] is None
     assert {r["metric"] for r in parse.tidy(old)} >= {"op_count", "avg_res_time", "throughput"}
+
+
+LIST_AND_RAMPUP = """<?xml version="1.0" encoding="UTF-8" ?>
+<workload name="listramp" description="list requests, and a rampup excluded from the metrics">
+  <storage type="s3" config="{cfg}" />
+  <workflow>
+    <workstage name="init"><work type="init" workers="1" config="cprefix=lr;containers=r(1,1)" /></workstage>
+    <workstage name="prepare">
+      <work type="prepare" workers="1" config="cprefix=lr;containers=r(1,1);objects=r(1,12);sizes=c(100)B" />
+    </workstage>
+    <workstage name="main">
+      <work name="mix" workers="2" rampup="1" runtime="1" interval="1">
+        <operation type="list" ratio="50" config="cprefix=lr;containers=c(1);objects=c(1)" />
+        <operation type="read" ratio="50" config="cprefix=lr;containers=c(1);objects=u(1,12)" />
+      </work>
+    </workstage>
+    <workstage name="cleanup">
+      <work type="cleanup" workers="1" config="cprefix=lr;containers=r(1,1);objects=r(1,12)" />
+    </workstage>
+    <workstage name="dispose"><work type="dispose" workers="1" config="cprefix=lr;containers=r(1,1)" /></workstage>
+  </workflow>
+</workload>
+"""
+
+
+def test_list_operation_and_rampup_window(driver, memserver, tmp_path):
+    (tmp_path / "w.xml").write_text(LIST_AND_RAMPUP.format(cfg=memserver.storage_config()))
+    out = tmp_path / "out"
+    r = run(driver, tmp_path / "w.xml", out, "--quiet")
+    assert r.returncode == 0, r.stderr
+    rows = check_csv_against_log(out)  # counts only the requests inside the window
+    main = [o for o in op_log(out) if o["stage"] == "main"]
+    assert any(o["counted"] == "false" for o in main) and any(o["counted"] == "true" for o in main)
+    lst = rows[("w1-s3-main", "list")]
+    # a listing of prefix myobjects_1 names myobjects_1, _10, _11, _12: its XML is the byte count
+    assert int(lst["Op-Count"]) > 0 and int(lst["Byte-Count"]) > 200 * int(lst["Op-Count"])
+    st = next(s for s in summary(out)["stages"] if s["name"] == "main")
+    assert 0.9 < st["window_s"] < 1.5  # the 1 s runtime after the 1 s rampup
+    stage_csv = (out / "s3-main.csv").read_text().splitlines()
+    assert len(stage_csv) >= 2 + 2  # two header lines, then one row per 1 s interval
