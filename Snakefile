@@ -36,3 +36,14 @@ rule all:
 rule kick_the_tires:
     input:
         [f for study in STUDY_NAMES for f in STUDY_KICK.get(study, [])],
+
+
+# `<study>_kick` for every study that does not write its own: its declared kick outputs
+for _study in STUDY_NAMES:
+    if f"{_study}_kick" not in {r.name for r in workflow.rules}:
+
+        rule:
+            name:
+                f"{_study}_kick"
+            input:
+                STUDY_KICK.get(_study, []),

@@ -5,7 +5,7 @@
 # summed over ranks and a few Figure-4 timers (summed over ranks).
 #
 #   bash systems/mpifuse/bench/multi_rank.sh [N=3] [SIZE_MIB=128] [REPEATS=3] [DIR=/dev/shm]
-# Env: MPIFUSE_TCP_ONLY=1 (UCX over TCP, default 1), MPIFUSE_OPTS (extra -o options),
+# Env: UCX over TCP only (workflow/scripts/mpi-env.sh with REPRO_SINGLE_HOST=1), MPIFUSE_OPTS (extra -o options),
 #      MODES (default "osr osr-refined bcast passthrough").
 set -euo pipefail
 N=${1:-3}

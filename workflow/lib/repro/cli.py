@@ -28,6 +28,13 @@ def parser(doc: str, *paths: str, config: bool = True) -> argparse.ArgumentParse
     return ap
 
 
+def options(ap: argparse.ArgumentParser, **defaults) -> argparse.ArgumentParser:
+    """Add one optional --<name> per keyword (underscores become dashes), of its default's type."""
+    for name, default in defaults.items():
+        ap.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
+    return ap
+
+
 def finish(ap: argparse.ArgumentParser, argv=None) -> tuple[argparse.Namespace, dict]:
     """Parse; returns (args, config) -- config is {} for a parser without --config."""
     a = ap.parse_args(argv)

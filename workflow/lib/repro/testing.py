@@ -4,6 +4,7 @@ overlay that keeps only some studies on."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -23,6 +24,30 @@ def only_studies(*keep: str) -> str:
 
     off = [s for s in rc.study_names() if s not in keep and "enabled" in rc.study_schema(s).get("properties", {})]
     return "".join(f"{s}: {{enabled: false}}\n" for s in off)
+
+
+def build_or_skip(why_not: str | None, cmd: list[str], what: str = "build", tail: int = 3000) -> None:
+    """Skip the tests with the reason where a prerequisite is missing; else run the build command
+    and fail them with the end of its output if it fails."""
+    import pytest
+
+    if why_not:
+        pytest.skip(why_not)
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail(f"{what} failed:\n" + r.stdout[-tail:] + r.stderr[-tail:])
+
+
+def file_sha256(path, bs: int = 1 << 20) -> str:
+    """SHA-256 of a file read sequentially in ``bs``-byte reads (the tests compare what a mount returns)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(bs)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
 
 
 def claims_table(ws: Path, study: str):

@@ -133,6 +133,11 @@ def _verdict_missing(claim: C.Claim, *stats) -> C.Claim:
     return claim
 
 
+def _both(a: dict, b: dict, holds):
+    """``holds``, or None where either side has no runs."""
+    return None if (a["count"] == 0 or b["count"] == 0) else holds
+
+
 def _kinds(*stats) -> str:
     ks = sorted({k for s in stats for k in s["system_kind"].split(";") if k})
     return ";".join(ks) or "real"
@@ -144,11 +149,17 @@ def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFra
     n_max = int(max(env["nodes"]))
     out = []
 
+    def versus(metric, size, winner):
+        """MemFS's and the locality design's stats of an envelope metric (figure network, most nodes) and
+        whether ``winner`` has the higher mean."""
+        m, loc = (mc.stat(df, "envelope", metric, network=fig_net, design=d, nodes=n_max, size=size)
+                  for d in ("memfs", "locality"))
+        hi, lo = (m, loc) if winner == "memfs" else (loc, m)
+        return m, loc, _both(m, loc, hi["mean"] > lo["mean"])
+
     # --- N-1 read: MemFS beats the locality design at every size
     for size in sorted(env["sizes"], key=mc.size_key):
-        m = mc.stat(df, "envelope", "readN1_bw", network=fig_net, design="memfs", nodes=n_max, size=size)
-        loc = mc.stat(df, "envelope", "readN1_bw", network=fig_net, design="locality", nodes=n_max, size=size)
-        ok = None if (m["count"] == 0 or loc["count"] == 0) else m["mean"] > loc["mean"]
+        m, loc, ok = versus("readN1_bw", size, "memfs")
         c = _base(f"envelope-n1-read-{size}", f"MemFS beats the locality-based design on N-1 read ({mc.size_label(size)} files)",
                   "Section 2.4.1, Figures 2.4a-c ('For all file sizes, MemFS outperforms AMFS for the N-1 read operation')",
                   "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}; locality N-1 bandwidth includes the multicast (replicate-on-read)")
@@ -159,9 +170,7 @@ def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFra
 
     # --- 1-1 read at 128 MB: the locality design wins (local reads)
     big = max(env["sizes"], key=mc.size_key)
-    m = mc.stat(df, "envelope", "read11_bw", network=fig_net, design="memfs", nodes=n_max, size=big)
-    loc = mc.stat(df, "envelope", "read11_bw", network=fig_net, design="locality", nodes=n_max, size=big)
-    ok = None if (m["count"] == 0 or loc["count"] == 0) else loc["mean"] > m["mean"]
+    m, loc, ok = versus("read11_bw", big, "locality")
     c = _base(f"envelope-11-read-{big}", f"The locality-based design wins 1-1 read at {mc.size_label(big)} (all its reads are local)",
               "Section 2.4.1, Figure 2.4c; Section 2.4.3 ('AMFS achieves better bandwidth for 1-1 read for large file sizes (128MB)')",
               "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}")
@@ -175,7 +184,7 @@ def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFra
     for op, metric in (("create", "create_rate"), ("open", "open_rate")):
         a = mc.stat(df, "metadata", metric, network=md_net, design="memfs", nodes=lo)
         b = mc.stat(df, "metadata", metric, network=md_net, design="memfs", nodes=hi)
-        ok = None if (a["count"] == 0 or b["count"] == 0) else b["mean"] > a["mean"]
+        ok = _both(a, b, b["mean"] > a["mean"])
         s = mc.series(df, "metadata", metric, "nodes", network=md_net, design="memfs")
         trend = ", ".join(f"{int(r['nodes'])}: {mc.fmt(r['mean'])}" for _, r in s.iterrows())
         c = _base(f"metadata-{op}-scaling", f"MemFS {op} rate grows with the number of nodes",
@@ -190,7 +199,7 @@ def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFra
     for net in tab["networks"]:
         m = mc.stat(df, "envelope", "read11_bw", network=net, design="memfs", nodes=nt, size=tab["size"])
         r = mc.stat(df, "envelope", "read11_remote_bw", network=net, design="locality", nodes=nt, size=tab["size"])
-        ok = None if (m["count"] == 0 or r["count"] == 0) else r["mean"] < m["mean"]
+        ok = _both(m, r, r["mean"] < m["mean"])
         pub_ratio = pub[(pub["metric"] == "remote 1-1 read speed-up MemFS/AMFS") & (pub["network"] == net)]
         c = _base(f"table21-remote-{net}", f"Remote 1-1 read of the locality-based design is slower than MemFS's 1-1 read ({net})",
                   "Section 2.4.1, Table 2.1 (MemFS faster by 4.63x on IPoIB, 1.4x on 1GbE)", "MB/s", _kinds(m, r),

@@ -257,3 +257,11 @@ rule memfs_kick:
     """One tiny configuration of every experiment (2 nodes, 1 MiB files) and their tidy table."""
     input:
         MEMFS_OUT["kick"],
+
+
+rule memfs:
+    """The whole study: Section 2.4.1 (memfs_envelope) and 2.4.2 (memfs_workflows), one tidy table."""
+    input:
+        rules.memfs_envelope.input,
+        rules.memfs_workflows.input,
+        "results/memfs/measurements.csv" if MEMFS_ON else [],

@@ -130,7 +130,7 @@ def iozone_path(cfg: dict) -> str:
                                                  "iozone/usr/bin/iozone"))):
         if cand and os.access(os.path.expanduser(cand), os.X_OK):
             return os.path.expanduser(cand)
-    raise SystemExit("iozone not found: run tools/iozone/fetch.sh (./repro setup)")
+    raise SystemExit("iozone not found: run tools/iozone/setup.sh (./repro setup)")
 
 
 def mdtest_path(cfg: dict) -> tuple[str, str]:
@@ -176,7 +176,7 @@ class Iozone:
     Throughput mode opens each file once (O_RDWR|O_CREAT), which a write-once
     file system accepts; single-file mode re-opens a file it has just created
     and closed, which MemFS (write-once) rightly refuses.  Its parent sleeps 2 s
-    twice per run outside the timed region: libnosleep.so (systems/mtc) skips them.
+    twice per run outside the timed region: libnosleep.so (tools/iozone) skips them.
     """
 
     def __init__(self, tools, cfg, size_bytes, record_bytes, timeout):

@@ -157,7 +157,7 @@ register_study(
             "MTC Envelope (2.4.1): mdtest (IOR project) is in no reachable registry; tools/mdtest/mdbench (C, MPI) follows mdtest's phases, flags and summary format and is used where mdtest is not on PATH (the memfs image builds the real mdtest).",
         ],
         "expected_times": {
-            "setup_local": "envelope: iozone fetch (tools/iozone/fetch.sh) and make -C systems/mtc, tools/mdtest, tools/iozone, < 1 min",
+            "setup_local": "envelope: iozone from Debian non-free (tools/iozone/setup.sh) and make -C tools/mdtest tools/iozone systems/memfs, < 1 min",
             "run_local": "envelope, metadata, sweeps, limit (120 runs): ~10 min (the reference run measured 9.3 min of job time on 2 cores), up to ~20 min while other studies run beside it",
             "analysis_local": "envelope: < 1 min",
             "run_cluster": "envelope: ~3-5 h (1-29 nodes, 3 sizes, 2 designs, 3 repeats; 64 nodes with a larger partition)",

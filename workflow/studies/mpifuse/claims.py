@@ -5,6 +5,7 @@ absolute numbers as info claims beside the published values (workflow/studies/mp
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 from repro import cli
 from studies.mpifuse import analysis, claimset
@@ -18,9 +19,9 @@ def main() -> int:
     for c in cl:
         if c.kind == "shape":
             print(f"{c.verdict:15s} {c.claim_id}: {c.reproduced}")
+    n = Counter(c.verdict for c in cl)
     print(f"mpifuse_claims: {len(cl)} claims, {sum(c.kind == 'shape' for c in cl)} shape, "
-          f"{sum(c.verdict == claims.REPRODUCED for c in cl)} reproduced, "
-          f"{sum(c.verdict == claims.NOT_REPRODUCED for c in cl)} not reproduced")
+          f"{n[claims.REPRODUCED]} reproduced, {n[claims.NOT_REPRODUCED]} not reproduced")
     return 0
 
 

@@ -51,14 +51,16 @@ def build(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame) -> list[C.Claim]:
         r = t1[(t1.source == source) & (t1.variant == variant)]
         return r.iloc[0] if len(r) else None
 
+    def cell(source, variant, col):
+        r = row(source, variant)
+        return r[col] if r is not None else math.nan
+
     def holds(cond_values, cond):
         return None if any(_nan(v) for v in cond_values) else bool(cond)
 
     # S1: OSR slows down less than native Home from the smallest to the largest node count
     if "home" in srcs:
-        o, nat = row("home", "osr"), row("home", "native")
-        inc_o = o["increase"] if o is not None else math.nan
-        inc_n = nat["increase"] if nat is not None else math.nan
+        inc_o, inc_n = cell("home", "osr", "increase"), cell("home", "native", "increase")
         out.append(C.shape_claim(
             base("osr_scales_better_than_native_home",
                  f"OSR's slowdown from {n1} to {nmax} nodes is smaller than native Home's ({size} file)",
@@ -86,9 +88,7 @@ def build(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame) -> list[C.Claim]:
             base("native_scratch_fastest", f"native Scratch is the fastest of all use cases ({size}, {nmax} nodes)",
                  "Table I (1.427 s vs >= 12.4 s)", OUT["table1"]), ok, obs, "native Scratch fastest"))
         # S9: passthrough pays the FUSE overhead on the fast file system
-        p, nat = row("scratch", "passthrough"), row("scratch", "native")
-        tp = p["time_max_nodes_s"] if p is not None else math.nan
-        tn = nat["time_max_nodes_s"] if nat is not None else math.nan
+        tp, tn = cell("scratch", "passthrough", "time_max_nodes_s"), cell("scratch", "native", "time_max_nodes_s")
         out.append(C.shape_claim(
             base("passthrough_fuse_overhead_scratch",
                  f"FUSE passthrough is slower than native Scratch ({size}, {nmax} nodes): the FUSE overhead",
@@ -99,8 +99,7 @@ def build(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame) -> list[C.Claim]:
     # S3: broadcast no copy is slower than broadcast to /dev/shm (largest size, most nodes)
     for source in srcs:
         a, b = row(source, "bcast-nocopy"), row(source, "bcast-shm")
-        ta = a["time_max_nodes_s"] if a is not None else math.nan
-        tb = b["time_max_nodes_s"] if b is not None else math.nan
+        ta, tb = cell(source, "bcast-nocopy", "time_max_nodes_s"), cell(source, "bcast-shm", "time_max_nodes_s")
         pa, pb = (a["published_time_24_nodes_s"], b["published_time_24_nodes_s"]) if a is not None and b is not None \
             else (math.nan, math.nan)
         out.append(C.shape_claim(
@@ -111,8 +110,7 @@ def build(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame) -> list[C.Claim]:
 
     # S10: the broadcast use cases scale worse than OSR on Home
     if "home" in srcs:
-        o = row("home", "osr")
-        inc_o = o["increase"] if o is not None else math.nan
+        inc_o = cell("home", "osr", "increase")
         incs = {v: row("home", v)["increase"] for v in ("bcast-local", "bcast-shm", "bcast-nocopy")
                 if v in cfg["variants"] and row("home", v) is not None}
         out.append(C.shape_claim(

@@ -50,9 +50,7 @@ def main() -> int:
         fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=min(len(handles), 4), fontsize=8,
                    frameon=False)
     kinds = analysis.kinds(df)
-    plotting.stamp(fig, f"mean of repeats (slowest node per run), error bars: std; {kinds}")
-    fig.tight_layout(rect=(0, 0.02, 1, 0.95))
-    plotting.save(fig, a.out)
+    plotting.finish(fig, a.out, f"mean of repeats (slowest node per run), error bars: std; {kinds}", (0, 0.02, 1, 0.95))
     print(f"mpifuse_figure3: wrote {a.out} and {a.table}")
     return 0
 

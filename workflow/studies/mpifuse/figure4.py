@@ -72,11 +72,8 @@ def main() -> int:
     fig.legend([seen[k] for k in ORDER if k in seen], [k for k in ORDER if k in seen], loc="lower center",
                bbox_to_anchor=(0.5, 0.05),
                ncol=4, fontsize=8, frameon=False)
-    plotting.stamp(fig, analysis.kinds(df, f4["source"]) + "; hatched, left of 0 = a negative part (the parts "
-                   "overlap in time, or noise made passthrough faster than native)")
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
-    plotting.save(fig, a.out)
-    print(t.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    plotting.finish(fig, a.out, analysis.kinds(df, f4["source"]) + "; hatched, left of 0 = a negative part (the "
+                    "parts overlap in time, or noise made passthrough faster than native)", (0, 0.14, 1, 1), t)
     return 0
 
 

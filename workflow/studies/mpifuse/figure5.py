@@ -34,10 +34,7 @@ def main() -> int:
     axes[0][0].set_ylabel("time (s)")
     h, lab = axes[0][0].get_legend_handles_labels()
     fig.legend(h, lab, loc="upper center", ncol=3, fontsize=8, frameon=False)
-    plotting.stamp(fig, analysis.kinds(df, source))
-    fig.tight_layout(rect=(0, 0.03, 1, 0.9))
-    plotting.save(fig, a.out)
-    print(t.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    plotting.finish(fig, a.out, analysis.kinds(df, source), (0, 0.03, 1, 0.9), t)
     return 0
 
 

@@ -36,3 +36,13 @@ def stamp(fig, text: str):
 
 
 save = plotting.save
+
+
+def finish(fig, out: str, note: str, rect, table=None) -> None:
+    """Stamp the note (what ran, stand-ins), lay the figure out in ``rect``, save it to ``out``; print
+    the figure's table, if given."""
+    stamp(fig, note)
+    fig.tight_layout(rect=rect)
+    save(fig, out)
+    if table is not None:
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
