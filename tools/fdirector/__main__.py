@@ -3,6 +3,8 @@
   python -m tools.fdirector images  --url URL --instances N --images DIR [--limit K] --out RUN.json
   python -m tools.fdirector bytes   --url URL --instances N --size B [--requests 100] [--variant single]
   python -m tools.fdirector ceiling --url ECHO_URL --size B [--requests 100] [--concurrency 4] --out RUN.json
+  python -m tools.fdirector images  --url exec:systems/faas-functions/build/imageproc --instances P ...  (baseline:
+                                    the function run directly, P at a time with --per-instance 1, no platform)
   python -m tools.fdirector iperf3  [--host 127.0.0.1] [--port P --no-server] [--seconds 5] --out IPERF.json
 
 Instance count: --scale-url URL (POST {"replicas": N}) or --scale-cmd 'CMD ... {n} ...'; without

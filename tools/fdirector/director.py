@@ -233,6 +233,26 @@ class _Client:
             self.conn = None
 
 
+class _ProcessClient:
+    """The paper's single-host baseline (Sec. 2.1): the function run directly, no platform. A URL
+    ``exec:/path/to/binary`` makes the director fork the binary per request with the body on stdin."""
+
+    def __init__(self, url: str, timeout: float):
+        self.argv = [url.removeprefix("exec:")]
+        if not os.access(self.argv[0], os.X_OK):
+            raise DirectorError(f"{url}: not an executable file")
+        self.timeout = timeout
+
+    def post(self, body: bytes, content_type: str) -> tuple[int, str, dict, bytes]:
+        done = subprocess.run(self.argv, input=body, capture_output=True, timeout=self.timeout)
+        status = 200 if done.returncode == 0 else 500
+        headers = {"x-repro-system-kind": "none:direct-exec", "x-repro-instance": "local"}
+        return status, done.stderr.decode("utf-8", "replace")[-300:], headers, done.stdout
+
+    def close(self) -> None:
+        pass
+
+
 def run(spec: RunSpec, workload: Workload, scale: Scaler | None = None, progress: bool = False) -> dict:
     """One benchmark run (paper Sec. 2.4 steps 1-5); returns the raw record (step 6: ``save_raw``)."""
     if spec.instances < 1 or spec.per_instance < 1:
@@ -250,7 +270,8 @@ def run(spec: RunSpec, workload: Workload, scale: Scaler | None = None, progress
     abort: list[BaseException] = []
     done_count = [0]
     lock = threading.Lock()
-    clients = [_Client(spec.url, spec.timeout_s) for _ in range(min(spec.concurrency, n))]
+    client_type = _ProcessClient if spec.url.startswith("exec:") else _Client
+    clients = [client_type(spec.url, spec.timeout_s) for _ in range(min(spec.concurrency, n))]
     t0 = time.perf_counter()  # (3) start the timer
     wall0 = time.time()
 

@@ -173,3 +173,14 @@ def test_iperf3_runner_over_loopback():
     parsed, text = run_iperf3(seconds=1)
     assert parsed["bytes_received"] > 0 and parsed["remote"] == "127.0.0.1"
     assert parse_iperf3_json(text) == parsed
+
+
+def test_baseline_runs_the_function_directly(images):
+    exe = standin.FUNCTIONS["imageproc"]
+    raw = fd.run(fd.RunSpec(f"exec:{exe}", 2, 1), fd.image_workload(images[:4]))
+    assert raw["system_kind"] == "none:direct-exec" and raw["concurrency"] == 2
+    assert_raw_consistent(raw)
+    with pytest.raises(fd.DirectorError, match="still failing after 1 retries"):
+        fd.run(fd.RunSpec(f"exec:{exe}", 1, 1, max_retries=1), fd.bytes_workload(10, 1))
+    with pytest.raises(fd.DirectorError, match="not an executable"):
+        fd.run(fd.RunSpec("exec:/nonexistent", 1, 1), fd.bytes_workload(10, 1))
