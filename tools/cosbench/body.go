@@ -67,13 +67,14 @@ func bodyFromBlock(block []byte, size int64, trailer []byte) *bodyReader {
 	return b
 }
 
-// bodyPool is a worker's set of random blocks. A body is one block repeated,
-// so its MD5 depends only on (block, size): the pool computes each trailer
-// once and writes then cost no hashing (the driver must not be the
-// bottleneck). Every body still carries a correct COSBench trailer.
+// bodyPool is a run's set of random blocks, shared by all workers. A body is
+// one block repeated, so its MD5 depends only on (block, size): the pool
+// computes each trailer once and writes then cost no hashing (the driver must
+// not be the bottleneck). Every body still carries a correct COSBench trailer.
 type bodyPool struct {
 	blocks   [][]byte
 	zero     []byte
+	mu       sync.Mutex
 	trailers map[[2]int64][]byte
 }
 
@@ -87,6 +88,7 @@ func newBodyPool(r *rand.Rand) *bodyPool {
 	return p
 }
 
+// body picks a block with r (the worker's own generator).
 func (p *bodyPool) body(size int64, r *rand.Rand, zero bool) *bodyReader {
 	idx := int64(-1)
 	block := p.zero
@@ -95,9 +97,16 @@ func (p *bodyPool) body(size int64, r *rand.Rand, zero bool) *bodyReader {
 		block = p.blocks[idx]
 	}
 	key := [2]int64{idx, size}
-	b := bodyFromBlock(block, size, p.trailers[key])
+	p.mu.Lock()
+	t := p.trailers[key]
+	p.mu.Unlock()
+	b := bodyFromBlock(block, size, t)
 	if b.hashed && b.trailer == nil {
-		b.done = func(t []byte) { p.trailers[key] = t }
+		b.done = func(t []byte) {
+			p.mu.Lock()
+			p.trailers[key] = t
+			p.mu.Unlock()
+		}
 	}
 	return b
 }

@@ -228,11 +228,26 @@ type CeilingRow struct {
 	ServerInPrc bool    `json:"server_in_process"`
 }
 
-func ceilingXML(size string, workers int, seconds int, ak, sk, endpoint string) string {
+// ceilingObjects: 4 objects per worker (16..256), at most 2 GB of them in memserver.
+func ceilingObjects(sizeBytes int64, workers int) int {
 	objs := workers * 4
 	if objs < 16 {
 		objs = 16
 	}
+	if objs > 256 {
+		objs = 256
+	}
+	if sizeBytes > 0 && int64(objs)*sizeBytes > 2e9 {
+		objs = int(2e9 / sizeBytes)
+	}
+	if objs < 2 {
+		objs = 2
+	}
+	return objs
+}
+
+func ceilingXML(size string, sizeBytes int64, workers int, seconds int, ak, sk, endpoint string) string {
+	objs := ceilingObjects(sizeBytes, workers)
 	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
 <workload name="ceiling-%[1]s-w%[2]d" description="driver ceiling">
   <storage type="s3" config="accesskey=%[5]s;secretkey=%[6]s;endpoint=%[7]s;path_style_access=true"/>
@@ -296,7 +311,7 @@ func cmdCeiling(args []string) int {
 				fmt.Fprintf(os.Stderr, "ceiling: workers %q\n", wS)
 				return 2
 			}
-			x := ceilingXML(size, w, *seconds, *ak, *sk, ep)
+			x := ceilingXML(size, zs.Sel.Lo*zs.Unit, w, *seconds, *ak, *sk, ep)
 			wl, err := ParseWorkload(strings.NewReader(x), "ceiling", LoadOptions{TimeScale: 1})
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "ceiling:", err)

@@ -64,6 +64,18 @@ type Runner struct {
 	Ctx      context.Context
 
 	stores map[string]Store
+	poolMu sync.Mutex
+	pool   *bodyPool
+}
+
+// bodyPool is the run's shared pool of body blocks (seeded from --seed).
+func (rn *Runner) bodyPool() *bodyPool {
+	rn.poolMu.Lock()
+	defer rn.poolMu.Unlock()
+	if rn.pool == nil {
+		rn.pool = newBodyPool(rand.New(rand.NewSource(seedFor(rn.Seed, "bodies"))))
+	}
+	return rn.pool
 }
 
 func (rn *Runner) storeFor(wk *Work) (Store, error) {
@@ -220,7 +232,7 @@ func (rn *Runner) runWork(stageIdx int, st *Stage, wk *Work) *WorkResult {
 		ws := &workerState{idx: i + 1, all: wk.Workers,
 			r:   rand.New(rand.NewSource(seedFor(rn.Seed, st.Name, wk.Name, fmt.Sprint(i+1)))),
 			buf: make([]byte, 256<<10)}
-		ws.bodies = newBodyPool(ws.r)
+		ws.bodies = rn.bodyPool()
 		workers[i] = ws
 		wg.Add(1)
 		go func(ws *workerState) {
