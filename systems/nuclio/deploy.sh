@@ -36,9 +36,9 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
     render) cmd_render "$@" ;;
+    go-source) go_handler_source ;;  # the Go handler nuctl builds, printed (the tests parse it)
     build)
-        parse_common "$@"
-        [ -n "$REGISTRY" ] || die "--registry is required"
+        parse_common "$@"; need_registry "the registry to push to"
         command -v nuctl >/dev/null || die "nuctl not found: install nuctl $NUCLIO_VERSION on the driver node"
         nuctl version 2>&1 | grep -q "$NUCLIO_VERSION" || die "nuctl is not version $NUCLIO_VERSION"
         make -C "$REPO/systems/faas-functions" build/imageproc build/imageproc-np build/reverse
@@ -51,13 +51,13 @@ case "$cmd" in
             nuctl build "$f" --path "$stage/$f" --file "$stage/$f/function.yaml" --platform local \
                 --registry "$REGISTRY" --image "repro/nuclio-$f:$NUCLIO_VERSION"
         done
-        nuctl build reverse-go --path "$HERE/functions/reverse-go" --file "$HERE/functions/reverse-go/function.yaml" \
+        mkdir -p "$stage/reverse-go"
+        go_handler_source > "$stage/reverse-go/handler.go"
+        nuctl build reverse-go --path "$stage/reverse-go" --file "$HERE/functions/reverse-go/function.yaml" \
             --platform local --registry "$REGISTRY" --image "repro/nuclio-reverse-go:$NUCLIO_VERSION"
         ;;
     deploy)
-        parse_common "$@"
-        need_kubeconfig
-        [ -n "$REGISTRY" ] || die "--registry is required (where deploy.sh build pushed the images)"
+        parse_common "$@"; need_kubeconfig; need_registry
         render "$HERE/k8s/platform" | kube apply -f -
         kube -n nuclio rollout status deployment/nuclio-controller --timeout=600s
         render "$HERE/k8s/functions" | kube apply -f -

@@ -23,8 +23,7 @@ cmd=${1:-}
 case "$cmd" in
     render) cmd_render "$@" ;;
     build)
-        parse_common "$@"
-        [ -n "$REGISTRY" ] || die "--registry is required"
+        parse_common "$@"; need_registry "the registry to push to"
         command -v docker >/dev/null || die "docker not found: build the image where docker runs"
         for image in imageproc reverse; do
             docker build -f "$HERE/images/Dockerfile" -t "$REGISTRY/repro/openfaas-$image:0.21" "$REPO"
@@ -32,9 +31,7 @@ case "$cmd" in
         done
         ;;
     deploy)
-        parse_common "$@"
-        need_kubeconfig
-        [ -n "$REGISTRY" ] || die "--registry is required (where deploy.sh build pushed the images)"
+        parse_common "$@"; need_kubeconfig; need_registry
         render "$HERE/k8s/platform" | kube apply -f -
         if ! kube -n openfaas get secret basic-auth >/dev/null 2>&1; then
             kube -n openfaas create secret generic basic-auth --from-literal=basic-auth-user=admin \

@@ -82,3 +82,11 @@ def unreachable_kubeconfig(path: Path) -> Path:
 def run_deploy(deploy_sh: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(deploy_sh), *args], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, KUBECTL=kubectl()))
+
+
+def assert_deploy_refuses(deploy_sh: Path, tmp_path: Path, args: list[str], message: str) -> None:
+    """deploy.sh with ARGS ("KC" = a kubeconfig of a cluster nobody serves) fails, saying MESSAGE."""
+    kc = str(unreachable_kubeconfig(tmp_path / "kubeconfig"))
+    done = run_deploy(deploy_sh, *[kc if a == "KC" else a for a in args])
+    assert done.returncode != 0, done.stdout
+    assert message in done.stderr, done.stderr

@@ -38,7 +38,49 @@ def _wait_for(path: Path, proc: subprocess.Popen, what: str, timeout: float) -> 
     raise StandInError(f"{what} not ready within {timeout} s")
 
 
-class LocalPlatform:
+def _spawn(owner, argv: list[str], log_path: Path, ready: Path, what: str, timeout: float) -> str:
+    """Starts argv as owner.proc (own session, output to log_path) and waits for the ready file;
+    stops the owner if it does not get ready. Returns the ready file's content."""
+    owner.state_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        owner.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        return _wait_for(ready, owner.proc, what, timeout)
+    except BaseException:
+        owner.stop()
+        raise
+
+
+class _Managed:
+    """A process started here (``proc``, in ``state_dir``): ``stop()`` ends it and removes a
+    temporary state directory; usable as a context manager."""
+
+    proc: subprocess.Popen | None = None
+    _tmp: tempfile.TemporaryDirectory | None = None
+    state_dir: Path
+
+    def _end(self) -> None:
+        raise NotImplementedError
+
+    def start(self):
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self._end()
+            self.proc = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class LocalPlatform(_Managed):
     """``faas-standin up --kind KIND`` running FUNCTION; ``url`` is the function's endpoint,
     ``scale_url`` the director's callback for the instance count."""
 
@@ -87,42 +129,24 @@ class LocalPlatform:
         return f"{self.base_url}/system/status"
 
     def start(self) -> LocalPlatform:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            _wait_for(self.state_dir / "ready", self.proc, f"faas-standin up --kind {self.kind}", 30)
-            self.base_url = (self.state_dir / "endpoint").read_text().strip()
-        except BaseException:
-            self.stop()
-            raise
+        _spawn(self, self.argv, self.log, self.state_dir / "ready", f"faas-standin up --kind {self.kind}", 30)
+        self.base_url = (self.state_dir / "endpoint").read_text().strip()
         return self
 
     def instance_pids(self) -> list[int]:
         return [int(p.read_text()) for p in sorted(self.state_dir.glob("instance-*.pid"))]
 
-    def stop(self) -> None:
-        if self.proc is not None:
-            subprocess.run([str(STANDIN_BIN), "down", "--state-dir", str(self.state_dir)], check=False,
-                           capture_output=True)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, 9)
-                self.proc.wait()
-            self.proc = None
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
-
-    def __enter__(self) -> LocalPlatform:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def _end(self) -> None:
+        subprocess.run([str(STANDIN_BIN), "down", "--state-dir", str(self.state_dir)], check=False,
+                       capture_output=True)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait()
 
 
-class EchoServer:
+class EchoServer(_Managed):
     """The bare HTTP echo server (no platform): the director's ceiling."""
 
     def __init__(self, state_dir: Path | None = None):
@@ -134,38 +158,19 @@ class EchoServer:
         self.url = ""
 
     def start(self) -> EchoServer:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
         endpoint = self.state_dir / "echo.endpoint"
-        with open(self.state_dir / "echo.log", "ab") as log:
-            self.proc = subprocess.Popen(
-                [str(STANDIN_BIN), "echo", "--listen", "127.0.0.1:0", "--endpoint-file", str(endpoint),
-                 "--pid-file", str(self.state_dir / "echo.pid")],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            self.url = _wait_for(endpoint, self.proc, "faas-standin echo", 15) + "/"
-        except BaseException:
-            self.stop()
-            raise
+        argv = [str(STANDIN_BIN), "echo", "--listen", "127.0.0.1:0", "--endpoint-file", str(endpoint),
+                "--pid-file", str(self.state_dir / "echo.pid")]
+        self.url = _spawn(self, argv, self.state_dir / "echo.log", endpoint, "faas-standin echo", 15) + "/"
         return self
 
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
-
-    def __enter__(self) -> EchoServer:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def _end(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def ensure_built() -> None:

@@ -36,6 +36,10 @@ need_kubeconfig() {
     command -v "$KUBECTL" >/dev/null || die "$KUBECTL not found (Debian: kubernetes-client; or set KUBECTL)"
 }
 
+need_registry() {
+    [ -n "$REGISTRY" ] || die "--registry is required (${1:-where deploy.sh build pushed the images})"
+}
+
 need_function() {
     [ -n "$FUNCTION" ] || die "--function NAME is required (one of: $FUNCTIONS)"
     case " $FUNCTIONS " in *" $FUNCTION "*) ;; *) die "--function '$FUNCTION': want one of: $FUNCTIONS" ;; esac
@@ -98,4 +102,13 @@ cmd_teardown() {
 cmd_help() {  # the script's header comment; exit 2 when no command was given
     sed -n '2,/^set -euo/p' "$0" | sed '$d'
     [ -n "$1" ] || exit 2
+}
+
+# the Go handler of systems/faas-functions (paper 003, App. A.3), rebound from the local SDK shape
+# to the real Nuclio Go SDK: one source for the stand-in and the cluster (nuctl build compiles it)
+go_handler_source() {
+    sed -e 's#^package reverse$#package main#' \
+        -e 's#"repro.local/faas-functions/nuclioshape"#nuclio "github.com/nuclio/nuclio-sdk-go"#' \
+        -e 's#nuclioshape\.#nuclio.#g' \
+        "$REPO/systems/faas-functions/go/reverse/reverse.go"
 }

@@ -79,7 +79,4 @@ def test_a_broken_manifest_is_rejected_with_the_field_named(tmp_path):
     (["url", "--kubeconfig", "KC", "--function", "reverse"], "service openfaas/gateway-external not found"),
 ])
 def test_deploy_script_names_what_is_wrong(tmp_path, args, message):
-    kc = str(k8scheck.unreachable_kubeconfig(tmp_path / "kubeconfig"))
-    done = k8scheck.run_deploy(DEPLOY, *[kc if a == "KC" else a for a in args])
-    assert done.returncode != 0
-    assert message in done.stderr
+    k8scheck.assert_deploy_refuses(DEPLOY, tmp_path, args, message)
