@@ -28,21 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from systems.storage_common.daemons import (  # noqa: E402
-    Stack,
-    StackError,
-    add_host_arguments,
-    binary_version,
-    main,
-    mounted,
-    require_port_free,
-    say,
-    run,
-    wait_port,
-    wait_until,
-    which,
-    write_json,
-)
+from systems.storage_common.daemons import Stack, StackError  # noqa: E402
+from systems.storage_common import daemons as dm  # noqa: E402
 from systems.storage_common.s3 import S3Client  # noqa: E402
 
 DAEMON_BINARIES = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd", "mds": "ceph-mds",
@@ -131,16 +118,14 @@ class CephStack(Stack):
     @classmethod
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
         p.add_argument("--osds", type=int, default=1, help="OSDs per host (default 1)")
-        p.add_argument("--rgw-port", type=int, default=7480, help="radosgw S3 port (default 7480)")
-        p.add_argument("--mon-port", type=int, default=3300, help="monitor port, msgr v2 (default 3300)")
-        p.add_argument("--mount", type=Path, help="CephFS mount point (default STATE/mnt)")
+        dm.add_port_arguments(p, mount="CephFS", rgw=(7480, "radosgw S3"), mon=(3300, "monitor (msgr v2)"))
         p.add_argument("--data", type=Path, help="daemon data directory, node-local on a cluster (default STATE/data)")
         p.add_argument("--objectstore", choices=["bluestore", "memstore"], default="bluestore",
                        help="OSD backend: bluestore on a sparse file (default) or memstore (RAM)")
         p.add_argument("--osd-size-gb", type=int, default=8, help="size of each OSD's (sparse) device (default 8)")
         p.add_argument("--pool-size", type=int, default=1, help="replicas per object (default 1)")
         p.add_argument("--public-network", help="CIDR of the nodes' network (required with several hosts)")
-        add_host_arguments(p, "the first runs mon, mgr, MDS and radosgw, each runs --osds OSDs")
+        dm.add_host_arguments(p, "the first runs mon, mgr, MDS and radosgw, each runs --osds OSDs")
         p.add_argument("--health-timeout", type=float, default=180, help="seconds to wait for HEALTH_OK")
 
     def __init__(self, state: Path, args: argparse.Namespace | None = None):
@@ -150,7 +135,7 @@ class CephStack(Stack):
     # -- plumbing -----------------------------------------------------------------------------
     def ceph(self, *argv: str, timeout: float = 60, what: str | None = None) -> str:
         cmd = ["ceph", "-c", str(self.conf), "--connect-timeout", "15", *argv]
-        return run(cmd, what or f"ceph {' '.join(argv)}", timeout=timeout).stdout
+        return self.run(cmd, what or f"ceph {' '.join(argv)}", timeout=timeout).stdout
 
     def start_daemon(self, host: str, name: str, argv: list[str]):
         return self.launch(name, self.on_host(host, argv))
@@ -164,7 +149,7 @@ class CephStack(Stack):
         if len(hosts) > 1 and not a.public_network:
             raise StackError("--public-network is required with several --hosts")
         for b in ["ceph", "ceph-authtool", "monmaptool", "radosgw-admin", *DAEMON_BINARIES.values()]:
-            which(b, HINT)
+            dm.which(b, HINT)
         single = len(hosts) == 1
         mon_ip = "127.0.0.1" if single else socket.gethostbyname(hosts[0])
         data = (a.data or self.state / "data").resolve()
@@ -176,31 +161,31 @@ class CephStack(Stack):
         for old in [*data.glob("mon.*"), *data.glob("mgr.*"), *data.glob("osd.*"), *data.glob("mds.*"),
                     *data.glob("rgw.*"), *keys.glob("*.keyring")]:
             shutil.rmtree(old) if old.is_dir() else old.unlink()
-        require_port_free("mon.a", a.mon_port, mon_ip if single else "0.0.0.0")
+        dm.require_port_free("mon.a", a.mon_port, mon_ip if single else "0.0.0.0")
         fsid = str(uuid.uuid4())
         self.conf.write_text(ceph_conf(
             fsid=fsid, state=self.state, data=data, hosts=hosts, mon_ip=mon_ip, mon_port=a.mon_port,
             rgw_ip=mon_ip, rgw_port=a.rgw_port, objectstore=a.objectstore, osd_size_gb=a.osd_size_gb,
             pool_size=a.pool_size, public_network=a.public_network))
         c = ["-c", str(self.conf)]
-        say(f"ceph: fsid {fsid}, {len(hosts)} host(s), {a.osds} OSD(s) per host, {a.objectstore}")
+        dm.say(f"ceph: fsid {fsid}, {len(hosts)} host(s), {a.osds} OSD(s) per host, {a.objectstore}")
 
         # keys: mon., client.admin; monmap; mon store
         mon_key, admin_key = keys / "mon.a.keyring", keys / "client.admin.keyring"
-        run(["ceph-authtool", "--create-keyring", str(mon_key), "--gen-key", "-n", "mon.", "--cap", "mon", "allow *"],
-            "mon keyring")
-        run(["ceph-authtool", "--create-keyring", str(admin_key), "--gen-key", "-n", "client.admin",
+        self.run(["ceph-authtool", "--create-keyring", str(mon_key), "--gen-key", "-n", "mon.",
+                "--cap", "mon", "allow *"], "mon keyring")
+        self.run(["ceph-authtool", "--create-keyring", str(admin_key), "--gen-key", "-n", "client.admin",
              "--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mds", "allow *",
              "--cap", "mgr", "allow *"], "admin keyring")
-        run(["ceph-authtool", str(mon_key), "--import-keyring", str(admin_key)], "import admin key")
+        self.run(["ceph-authtool", str(mon_key), "--import-keyring", str(admin_key)], "import admin key")
         monmap = self.state / "run" / "monmap"
-        run(["monmaptool", "--create", "--clobber", "--fsid", fsid, "--addv", "a", f"[v2:{mon_ip}:{a.mon_port}]",
+        self.run(["monmaptool", "--create", "--clobber", "--fsid", fsid, "--addv", "a", f"[v2:{mon_ip}:{a.mon_port}]",
              str(monmap)], "monmap")
-        run(self.on_host(hosts[0], ["ceph-mon", *c, "--mkfs", "-i", "a", "--monmap", str(monmap),
+        self.run(self.on_host(hosts[0], ["ceph-mon", *c, "--mkfs", "-i", "a", "--monmap", str(monmap),
                                     "--keyring", str(mon_key)]), "ceph-mon --mkfs")
         mon = self.start_daemon(hosts[0], "mon.a", ["ceph-mon", *c, "-f", "-i", "a"])
-        wait_port(mon, a.mon_port, 60, mon_ip)
-        wait_until("the monitor to answer", lambda: bool(self.ceph("mon", "stat", timeout=20)), 60, mon)
+        dm.wait_port(mon, a.mon_port, 60, mon_ip)
+        dm.wait_until("the monitor to answer", lambda: bool(self.ceph("mon", "stat", timeout=20)), 60, mon)
 
         # mgr
         self.ceph("auth", "get-or-create", "mgr.a", "mon", "allow profile mgr", "osd", "allow *", "mds", "allow *",
@@ -216,9 +201,9 @@ class CephStack(Stack):
                 self.ceph("auth", "get-or-create", name, "mon", "allow profile osd", "mgr", "allow profile osd",
                           "osd", "allow *", "-o", str(keys / f"{name}.keyring"))
                 osd_dir = data / name
-                run(self.on_host(host, ["mkdir", "-p", str(osd_dir)]), f"{name} data directory")
-                say(f"ceph: mkfs {name} on {host}")
-                run(self.on_host(host, ["ceph-osd", *c, "-i", oid, "--mkfs", "--osd-uuid", osd_uuid]),
+                self.run(self.on_host(host, ["mkdir", "-p", str(osd_dir)]), f"{name} data directory")
+                dm.say(f"ceph: mkfs {name} on {host}")
+                self.run(self.on_host(host, ["ceph-osd", *c, "-i", oid, "--mkfs", "--osd-uuid", osd_uuid]),
                     f"{name} mkfs", timeout=300)
                 argv = ["ceph-osd", *c, "-f", "-i", oid]
                 if not single:
@@ -237,31 +222,31 @@ class CephStack(Stack):
         # radosgw (S3)
         self.ceph("auth", "get-or-create", "client.rgw.a", "mon", "allow rw", "osd", "allow rwx",
                   "-o", str(keys / "client.rgw.a.keyring"))
-        require_port_free("rgw.a", a.rgw_port, mon_ip)
+        dm.require_port_free("rgw.a", a.rgw_port, mon_ip)
         rgw = self.start_daemon(hosts[0], "rgw.a", ["radosgw", *c, "-f", "-n", "client.rgw.a"])
         # first start creates the gateway's pools: wait until it serves HTTP
-        wait_port(rgw, a.rgw_port, 120, mon_ip)
+        dm.wait_port(rgw, a.rgw_port, 120, mon_ip)
 
         # an S3 user, keys stored in the state dir
         access, secret = "REPRO" + secrets.token_hex(8).upper(), secrets.token_hex(20)
-        run(["radosgw-admin", *c, "-n", "client.admin", "user", "create", "--uid=repro", "--display-name=repro",
+        self.run(["radosgw-admin", *c, "-n", "client.admin", "user", "create", "--uid=repro", "--display-name=repro",
              f"--access-key={access}", f"--secret={secret}"], "radosgw-admin user create", timeout=120)
         endpoint = f"http://{mon_ip}:{a.rgw_port}"
         creds = {"endpoint": endpoint, "access_key": access, "secret_key": secret, "region": "us-east-1"}
-        write_json(self.state / "s3-user.json", creds)
+        dm.write_json(self.state / "s3-user.json", creds)
         s3 = S3Client(endpoint, access, secret)
-        wait_until("radosgw to accept the S3 user's signed requests", s3.healthy, 60, rgw)
+        dm.wait_until("radosgw to accept the S3 user's signed requests", s3.healthy, 60, rgw)
 
         # CephFS through ceph-fuse (client.fuse, allowed on the whole file system)
-        run(["ceph", *c, "fs", "authorize", "cephfs", "client.fuse", "/", "rw",
+        self.run(["ceph", *c, "fs", "authorize", "cephfs", "client.fuse", "/", "rw",
              "-o", str(keys / "client.fuse.keyring")], "ceph fs authorize")
-        wait_until("an active MDS", lambda: "up:active" in self.ceph("mds", "stat", timeout=20), 90,
+        dm.wait_until("an active MDS", lambda: "up:active" in self.ceph("mds", "stat", timeout=20), 90,
                    self.daemon("mds.a"))
-        if mounted(mnt):
+        if dm.mounted(mnt):
             raise StackError(f"fuse: {mnt} is already a mount point")
         self.add_mount(mnt)
         fuse = self.launch("fuse", ["ceph-fuse", *c, "-f", "-n", "client.fuse", str(mnt)])
-        wait_until(f"CephFS mounted at {mnt}", lambda: mounted(mnt), 60, fuse)
+        dm.wait_until(f"CephFS mounted at {mnt}", lambda: dm.mounted(mnt), 60, fuse)
 
         # HEALTH_OK, bounded
         health = {"last": ""}
@@ -271,7 +256,7 @@ class CephStack(Stack):
             return health["last"].startswith("HEALTH_OK")
 
         try:
-            wait_until("HEALTH_OK", healthy, a.health_timeout)
+            dm.wait_until("HEALTH_OK", healthy, a.health_timeout)
         except StackError as e:
             raise StackError(f"{e}; last `ceph health detail`: {health['last']}") from e
 
@@ -283,7 +268,7 @@ class CephStack(Stack):
 
     # -- versions and health ----------------------------------------------------------------------
     def versions(self) -> dict:
-        v = {b: binary_version([b, "--version"]) for b in DAEMON_BINARIES.values()}
+        v = {b: dm.binary_version([b, "--version"]) for b in DAEMON_BINARIES.values()}
         try:
             v["running"] = json.loads(self.ceph("versions", "--format=json", timeout=20))
         except StackError as e:
@@ -301,4 +286,4 @@ class CephStack(Stack):
 
 
 if __name__ == "__main__":
-    sys.exit(main(CephStack))
+    sys.exit(dm.main(CephStack))

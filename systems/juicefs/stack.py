@@ -25,21 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from systems.minio.stack import minio_binary, minio_version, new_credentials, start_minio  # noqa: E402
-from systems.storage_common.daemons import (  # noqa: E402
-    Stack,
-    StackError,
-    add_host_arguments,
-    binary_version,
-    main,
-    mounted,
-    require_port_free,
-    say,
-    run,
-    wait_port,
-    wait_until,
-    which,
-    write_json,
-)
+from systems.storage_common.daemons import Stack, StackError  # noqa: E402
+from systems.storage_common import daemons as dm  # noqa: E402
 from systems.storage_common.s3 import S3Client  # noqa: E402
 
 VOLUME = "repro"
@@ -65,12 +52,10 @@ class JuiceFSStack(Stack):
 
     @classmethod
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
-        p.add_argument("--redis-port", type=int, default=6379, help="Redis port (default 6379)")
-        p.add_argument("--minio-port", type=int, default=9000, help="MinIO port (default 9000)")
-        p.add_argument("--gateway-port", type=int, default=9080, help="JuiceFS S3 gateway port (default 9080)")
-        p.add_argument("--mount", type=Path, help="JuiceFS mount point (default STATE/mnt)")
+        dm.add_port_arguments(p, mount="JuiceFS", redis=(6379, "Redis"), minio=(9000, "MinIO"),
+                              gateway=(9080, "JuiceFS S3 gateway"))
         p.add_argument("--data", type=Path, help="MinIO's data directory (default STATE/minio-data)")
-        add_host_arguments(p, "the first runs Redis, the JuiceFS mount and gateway; each runs a MinIO server")
+        dm.add_host_arguments(p, "the first runs Redis, the JuiceFS mount and gateway; each runs a MinIO server")
 
     def start(self) -> None:
         a = self.args
@@ -78,7 +63,7 @@ class JuiceFSStack(Stack):
         single = len(hosts) == 1
         ip = "127.0.0.1" if single else socket.gethostbyname(hosts[0])
         jfs = juicefs_binary()
-        redis = which("redis-server", "install the Debian packages in systems/juicefs/debian-packages.txt")
+        redis = dm.which("redis-server", "install the Debian packages in systems/juicefs/debian-packages.txt")
         mnt = (a.mount or self.state / "mnt").resolve()
         data = (a.data or self.state / "minio-data").resolve()
         # every `up` formats a new volume: MinIO's directory must be empty, or ours from an earlier up
@@ -90,12 +75,12 @@ class JuiceFSStack(Stack):
             d.mkdir(parents=True, exist_ok=True)
 
         # Redis: metadata engine (no snapshots: the benchmark measures the file system, not Redis' fork)
-        require_port_free("redis", a.redis_port, ip)
+        dm.require_port_free("redis", a.redis_port, ip)
         rd = self.launch("redis", self.on_host(hosts[0], [
             redis, "--port", str(a.redis_port), "--bind", ip, "--daemonize", "no", "--save", "",
             "--appendonly", "no", "--dir", str(self.state / "redis"), "--logfile", "",
             "--protected-mode", "yes" if single else "no"]))
-        wait_port(rd, a.redis_port, 30, ip)
+        dm.wait_port(rd, a.redis_port, 30, ip)
         meta = f"redis://{ip}:{a.redis_port}/1"
 
         # MinIO: data blocks (systems/minio's start, one server per host)
@@ -103,33 +88,33 @@ class JuiceFSStack(Stack):
         start_minio(self, "minio", data, a.minio_port, creds, hosts)
 
         # format: the volume's data go to a MinIO bucket, its metadata to Redis
-        say("juicefs: format")
-        run([jfs, "format", "--storage", "minio", "--bucket", f"{creds['endpoint']}/jfs",
+        dm.say("juicefs: format")
+        self.run([jfs, "format", "--storage", "minio", "--bucket", f"{creds['endpoint']}/jfs",
              "--access-key", creds["access_key"], "--secret-key", creds["secret_key"], meta, VOLUME],
             "juicefs format", timeout=120)
 
         # FUSE mount (foreground, so the PID file is the mount's own process)
-        if mounted(mnt):
+        if dm.mounted(mnt):
             raise StackError(f"jfs-mount: {mnt} is already a mount point")
         self.add_mount(mnt)
         common = ["--no-usage-report", "--cache-size", "1024"]
         m = self.launch("jfs-mount", [jfs, "mount", *common, "--cache-dir", str(self.state / "cache" / "mount"),
                                       meta, str(mnt)])
-        wait_until(f"JuiceFS mounted at {mnt}", lambda: mounted(mnt), 60, m)
+        dm.wait_until(f"JuiceFS mounted at {mnt}", lambda: dm.mounted(mnt), 60, m)
 
         # S3 gateway: top-level directories are buckets; its own credentials
         gw_creds = new_credentials(f"http://{ip}:{a.gateway_port}")
-        require_port_free("jfs-gateway", a.gateway_port, ip)
+        dm.require_port_free("jfs-gateway", a.gateway_port, ip)
         env = dict(os.environ, MINIO_ROOT_USER=gw_creds["access_key"], MINIO_ROOT_PASSWORD=gw_creds["secret_key"],
                    MINIO_BROWSER="off")
         gw = self.launch("jfs-gateway", [jfs, "gateway", *common, "--multi-buckets", "--cache-dir",
                                          str(self.state / "cache" / "gateway"), meta, f"{ip}:{a.gateway_port}"],
                          env=env)
         s3 = S3Client(gw_creds["endpoint"], gw_creds["access_key"], gw_creds["secret_key"])
-        wait_until("the JuiceFS gateway to answer signed S3 requests", s3.healthy, 60, gw)
+        dm.wait_until("the JuiceFS gateway to answer signed S3 requests", s3.healthy, 60, gw)
 
-        write_json(self.state / "s3-user.json", gw_creds)
-        write_json(self.state / "minio-user.json", creds)
+        dm.write_json(self.state / "s3-user.json", gw_creds)
+        dm.write_json(self.state / "minio-user.json", creds)
         self.info.update(endpoints={"s3": gw_creds["endpoint"], "mount": str(mnt), "meta": meta,
                                     "minio": creds["endpoint"]},
                          credentials=gw_creds, minio_credentials=creds, hosts=hosts, data=str(data),
@@ -137,16 +122,16 @@ class JuiceFSStack(Stack):
 
     def versions(self) -> dict:
         jfs = juicefs_binary()
-        v = {"juicefs": binary_version([jfs, "version"]),
-             "redis-server": binary_version(["redis-server", "--version"]),
+        v = {"juicefs": dm.binary_version([jfs, "version"]),
+             "redis-server": dm.binary_version(["redis-server", "--version"]),
              **minio_version(minio_binary())}
         meta = (self.info.get("endpoints") or {}).get("meta", "")
         if meta and shutil.which("redis-cli"):
             host, port = meta.split("//")[1].split("/")[0].split(":")
-            info = run(["redis-cli", "-h", host, "-p", port, "INFO", "server"], "redis-cli INFO").stdout
+            info = self.run(["redis-cli", "-h", host, "-p", port, "INFO", "server"], "redis-cli INFO").stdout
             v["redis running"] = next((x.strip() for x in info.splitlines() if x.startswith("redis_version")), "")
         return v
 
 
 if __name__ == "__main__":
-    sys.exit(main(JuiceFSStack))
+    sys.exit(dm.main(JuiceFSStack))

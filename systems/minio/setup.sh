@@ -5,10 +5,26 @@
 # Needs a Go >= 1.21 on PATH (or /usr/local/go/bin): it fetches the pinned toolchain
 # (GO_TOOLCHAIN) itself through the module proxy.
 #
-#   setup.sh [--install DIR]    also copy the binary to DIR (the container images use this)
+#   setup.sh [--install DIR]    also copy the binary to DIR
+#   setup.sh --image DIR        build with throw-away caches (Go modules, build cache, toolchain),
+#                               install into DIR, remove the caches (the container images use this)
 set -euo pipefail
-install_to=
-if [ "${1:-}" = --install ]; then install_to=${2:?--install needs a directory}; fi
+install_to= eph= tmp=
+case "${1:-}" in
+    --install) install_to=${2:?--install needs a directory} ;;
+    --image)
+        install_to=${2:?--image needs a directory}
+        eph=$(mktemp -d /tmp/minio-image-build.XXXXXX)
+        export REPRO_CACHE=$eph/cache GOPATH=$eph/go GOMODCACHE=$eph/go/pkg/mod GOCACHE=$eph/go-build
+        ;;
+    "") ;;
+    *) echo "minio setup: unknown option $1 (--install DIR | --image DIR)" >&2; exit 2 ;;
+esac
+cleanup() {
+    if [ -n "$tmp" ]; then rm -rf "$tmp"; fi
+    if [ -n "$eph" ]; then chmod -R u+w "$eph"; rm -rf "$eph"; fi
+}
+trap cleanup EXIT
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=/dev/null
 . "$here/versions.env"
@@ -34,7 +50,6 @@ go=${GO:-$(command -v go || true)}
 
 mkdir -p "$(dirname "$cache")"
 tmp=$(mktemp -d "$(dirname "$cache")/.minio-build.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 
 # A Go older than 1.21 (Debian bookworm has 1.19) cannot switch toolchains itself: fetch the
 # pinned one as the module golang.org/toolchain through the module proxy, once, into the cache.

@@ -28,18 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from systems.storage_common.daemons import (  # noqa: E402
-    Daemon,
-    Stack,
-    StackError,
-    add_host_arguments,
-    main,
-    require_port_free,
-    say,
-    run,
-    wait_until,
-    write_json,
-)
+from systems.storage_common.daemons import Stack, StackError  # noqa: E402
+from systems.storage_common import daemons as dm  # noqa: E402
 from systems.storage_common.s3 import S3Client  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -75,7 +65,7 @@ def minio_binary() -> str:
 
 def minio_version(binary: str) -> dict:
     """What the binary says (`minio --version`: release tag, commit, Go runtime) and the pinned module."""
-    out = run([binary, "--version"], "minio --version", timeout=30).stdout.splitlines()
+    out = dm.run([binary, "--version"], "minio --version", timeout=30).stdout.splitlines()
     runtime = next((x.split(":", 1)[1].strip() for x in out if x.startswith("Runtime:")), "")
     return {"minio": out[0].strip(), "minio_runtime": runtime, "minio_binary": binary,
             "minio_module": f"{pins()['MINIO_MODULE']}@{pins()['MINIO_VERSION']}"}
@@ -113,7 +103,7 @@ def server_argv(binary: str, data: Path, port: int, hosts: list[str]) -> dict[st
 
 
 def start_minio(stack: Stack, name: str, data: Path, port: int, creds: dict,
-                hosts: list[str] | None = None, timeout: float = 90) -> list[Daemon]:
+                hosts: list[str] | None = None, timeout: float = 90) -> list[dm.Daemon]:
     """Start MinIO (one server per host, see `server_argv`) serving `data`; wait for signed S3 answers."""
     hosts = hosts or ["localhost"]
     env = dict(os.environ, MINIO_ROOT_USER=creds["access_key"], MINIO_ROOT_PASSWORD=creds["secret_key"],
@@ -122,7 +112,7 @@ def start_minio(stack: Stack, name: str, data: Path, port: int, creds: dict,
     argvs = server_argv(minio_binary(), data, port, hosts)
     if len(hosts) == 1:
         data.mkdir(parents=True, exist_ok=True)
-        require_port_free(name, port)
+        dm.require_port_free(name, port)
         daemons = [stack.launch(name, argvs[hosts[0]], env=env)]
     else:
         for h in hosts:
@@ -130,7 +120,7 @@ def start_minio(stack: Stack, name: str, data: Path, port: int, creds: dict,
         daemons = [stack.launch(f"{name}@{h}", stack.on_host(h, argv), env=env) for h, argv in argvs.items()]
     s3 = S3Client(creds["endpoint"], creds["access_key"], creds["secret_key"])
     for d in daemons:
-        wait_until(f"MinIO at {creds['endpoint']} to answer signed S3 requests", s3.healthy, timeout, d)
+        dm.wait_until(f"MinIO at {creds['endpoint']} to answer signed S3 requests", s3.healthy, timeout, d)
     return daemons
 
 
@@ -144,7 +134,7 @@ class MinioStack(Stack):
         p.add_argument("--data", type=Path, help="directory MinIO serves (a Lustre directory on a cluster; "
                        "required for up)")
         p.add_argument("--port", type=int, default=9000, help="S3 port (default 9000)")
-        add_host_arguments(p, "each runs one MinIO server of one distributed pool over --data")
+        dm.add_host_arguments(p, "each runs one MinIO server of one distributed pool over --data")
 
     def start(self) -> None:
         a = self.args
@@ -155,8 +145,8 @@ class MinioStack(Stack):
         self.system_kind = "real" if kind == "lustre" else STAND_IN
         host = "127.0.0.1" if len(hosts) == 1 else socket.gethostbyname(hosts[0])
         creds = new_credentials(f"http://{host}:{a.port}")
-        write_json(self.state / "s3-user.json", creds)
-        say(f"minio: serving {a.data} ({kind}) on port {a.port} -> {self.system_kind}")
+        dm.write_json(self.state / "s3-user.json", creds)
+        dm.say(f"minio: serving {a.data} ({kind}) on port {a.port} -> {self.system_kind}")
         start_minio(self, "minio", a.data, a.port, creds, hosts)
         self.info.update(endpoints={"s3": creds["endpoint"]}, credentials=creds, data=str(a.data.resolve()),
                          data_fs=kind, hosts=hosts)
@@ -166,4 +156,4 @@ class MinioStack(Stack):
 
 
 if __name__ == "__main__":
-    sys.exit(main(MinioStack))
+    sys.exit(dm.main(MinioStack))

@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -173,11 +174,14 @@ class Daemon:
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=env, cwd=cwd, start_new_session=True,
             )
-        started = start_time(proc.pid) or ""
-        tmp = self.pidfile.with_suffix(".pid.tmp")
-        tmp.write_text(f"{proc.pid}\n{started}\n")
-        tmp.replace(self.pidfile)
+        self.write_pid(proc.pid)
         return proc.pid
+
+    def write_pid(self, pid: int) -> None:
+        self.pidfile.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.pidfile.with_suffix(".pid.tmp")
+        tmp.write_text(f"{pid}\n{start_time(pid) or ''}\n")
+        tmp.replace(self.pidfile)
 
     def stop(self, timeout: float = 15.0) -> bool:
         """SIGTERM the daemon's process group, SIGKILL after `timeout`; True if it was running."""
@@ -266,15 +270,30 @@ def which(name: str, hint: str) -> str:
     return path
 
 
-def run(argv: list[str], what: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
-    """Run a set-up command; on failure raise naming it, with its output."""
+def run(argv: list[str], what: str, timeout: float = 120, task: Daemon | None = None,
+        env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run a set-up command to its end; on failure raise naming it, with its output.
+
+    With `task`, its PID file exists while the command runs, so that `down` also ends a set-up
+    command left running by an `up` that was killed outright.
+    """
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+    if task is not None:
+        task.write_pid(proc.pid)
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as e:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         raise StackError(f"{what}: timed out after {timeout} s ({' '.join(argv)})") from e
-    if out.returncode != 0:
-        raise StackError(f"{what} failed (exit {out.returncode}): {' '.join(argv)}\n{out.stdout}{out.stderr}")
-    return out
+    finally:
+        if task is not None:
+            task.pidfile.unlink(missing_ok=True)
+    if proc.returncode != 0:
+        raise StackError(f"{what} failed (exit {proc.returncode}): {' '.join(argv)}\n{out}{err}")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -303,6 +322,10 @@ class Stack:
     # -- helpers for subclasses ------------------------------------------------------------
     def daemon(self, name: str) -> Daemon:
         return Daemon(self.state, name)
+
+    def run(self, argv: list[str], what: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """A set-up command (not a daemon), findable by `down` through run/setup.pid while it runs."""
+        return run(argv, what, timeout, task=self.daemon("setup"))
 
     def launch(self, name: str, argv: list[str], env: dict | None = None, cwd: Path | None = None) -> Daemon:
         d = self.daemon(name)
@@ -369,12 +392,14 @@ class Stack:
         return self.info
 
     def _failing_daemon(self, exc: BaseException) -> str | None:
+        """The daemon an error names (`rgw.a: port ...`, `... (mon.a)`) if it has a log, else a dead one."""
         msg = str(exc)
-        for name in reversed(self.known_daemons()):
-            if msg.startswith(name + " ") or msg.startswith(name + ":") or f"({name})" in msg:
+        named = re.findall(r"^([\w.@-]+)[: ]", msg) + re.findall(r"\(([\w.@-]+)\)", msg)
+        for name in named:
+            if self.daemon(name).log.exists():
                 return name
         dead = [n for n in self.started if not self.daemon(n).alive()]
-        return dead[0] if dead else (self.started[-1] if self.started else None)
+        return dead[0] if dead else None
 
     def down(self, quiet: bool = False) -> dict:
         t0 = time.monotonic()
@@ -450,6 +475,14 @@ class Stack:
 
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1")
+
+
+def add_port_arguments(p: argparse.ArgumentParser, mount: str | None = None, **ports: tuple[int, str]) -> None:
+    """--<name>-port for each daemon (`rgw=(7480, "radosgw S3")`), and --mount for a FUSE client."""
+    for name, (default, what) in ports.items():
+        p.add_argument(f"--{name}-port", type=int, default=default, help=f"{what} port (default {default})")
+    if mount:
+        p.add_argument("--mount", type=Path, help=f"{mount} mount point (default STATE/mnt)")
 
 
 def add_host_arguments(p: argparse.ArgumentParser, first_host_runs: str) -> None:

@@ -11,17 +11,7 @@ import pytest
 
 from systems.ceph.stack import ceph_conf
 from systems.storage_common.daemons import free_port
-from systems.storage_common.testing import (
-    assert_nothing_left,
-    fuse_roundtrip,
-    kill_daemon,
-    occupy_port,
-    recorded_pids,
-    s3_client,
-    s3_roundtrip,
-    stack_cli,
-    up_ok,
-)
+from systems.storage_common import testing as st
 
 SCRIPT = "ceph/stack.py"
 
@@ -33,9 +23,9 @@ def ports():
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     state = tmp_path_factory.mktemp("ceph")
-    info = up_ok(SCRIPT, state, "--osds", "2", "--osd-size-gb", "4", *ports())
+    info = st.up_ok(SCRIPT, state, "--osds", "2", "--osd-size-gb", "4", *ports())
     yield state, info
-    res = stack_cli(SCRIPT, "down", state)
+    res = st.stack_cli(SCRIPT, "down", state)
     assert res.returncode == 0, res.stderr
 
 
@@ -44,7 +34,7 @@ def test_up_reports_running_versions_and_health(cluster):
     assert info["system_kind"] == "real"
     assert info["versions"]["ceph-osd"].startswith("ceph version 16.2.")
     assert info["versions"]["running"]["osd"] and sum(info["versions"]["running"]["osd"].values()) == 2
-    res = stack_cli(SCRIPT, "status", state)
+    res = st.stack_cli(SCRIPT, "status", state)
     assert res.returncode == 0, res.stderr
     status = json.loads(res.stdout)
     assert status["health"].startswith("HEALTH_OK") and status["healthy"] is True
@@ -57,7 +47,7 @@ def test_up_reports_running_versions_and_health(cluster):
 
 def test_s3_objects_read_back_byte_for_byte(cluster):
     state, _ = cluster
-    s3_roundtrip(s3_client(state), "repro-ceph")
+    st.s3_roundtrip(st.s3_client(state), "repro-ceph")
 
 
 def test_cephfs_files_read_back_and_live_in_rados(cluster):
@@ -65,7 +55,7 @@ def test_cephfs_files_read_back_and_live_in_rados(cluster):
     mnt = info["endpoints"]["mount"]
     with open("/proc/self/mountinfo") as f:
         assert any(line.split()[4] == mnt and "ceph-fuse" in line for line in f), "not a ceph-fuse mount"
-    files = fuse_roundtrip(mnt)
+    files = st.fuse_roundtrip(mnt)
     # the bytes went into the CephFS data pool, not a local directory
     objs = subprocess.run(["rados", "-c", info["conf"], "-p", "cephfs_data", "ls"], capture_output=True,
                           text=True, timeout=60, check=True).stdout.split()
@@ -74,34 +64,34 @@ def test_cephfs_files_read_back_and_live_in_rados(cluster):
 
 def test_killed_osd_makes_status_fail_and_down_leaves_nothing(cluster):
     state, info = cluster
-    kill_daemon(state, "osd.1")
-    res = stack_cli(SCRIPT, "status", state)
+    st.kill_daemon(state, "osd.1")
+    res = st.stack_cli(SCRIPT, "status", state)
     assert res.returncode != 0
     assert "DEAD: osd.1" in res.stderr and "last lines of" in res.stderr and "osd.1.log" in res.stderr
-    pids = recorded_pids(state)
-    res = stack_cli(SCRIPT, "down", state)
+    pids = st.recorded_pids(state)
+    res = st.stack_cli(SCRIPT, "down", state)
     assert res.returncode == 0, res.stderr
-    assert_nothing_left(state, pids)
-    assert stack_cli(SCRIPT, "status", state).returncode != 0
+    st.assert_nothing_left(state, pids)
+    assert st.stack_cli(SCRIPT, "status", state).returncode != 0
 
 
 def test_failed_up_cleans_up(tmp_path):
-    sock, port = occupy_port()
+    sock, port = st.occupy_port()
     try:
-        res = stack_cli(SCRIPT, "up", tmp_path, "--mon-port", str(free_port()), "--rgw-port", str(port))
+        res = st.stack_cli(SCRIPT, "up", tmp_path, "--mon-port", str(free_port()), "--rgw-port", str(port))
     finally:
         sock.close()
     assert res.returncode != 0
     assert f"rgw.a: port 127.0.0.1:{port} is already in use" in res.stderr
     assert "cleaning up" in res.stderr
     assert not (tmp_path / "stack.json").exists()
-    assert_nothing_left(tmp_path, {})
+    st.assert_nothing_left(tmp_path, {})
 
 
 def test_bad_arguments_start_nothing(tmp_path):
-    res = stack_cli(SCRIPT, "up", tmp_path, "--osds", "0")
+    res = st.stack_cli(SCRIPT, "up", tmp_path, "--osds", "0")
     assert res.returncode != 0 and "--osds must be 1..8" in res.stderr
-    res = stack_cli(SCRIPT, "up", tmp_path, "--hosts", "n1,n2")
+    res = st.stack_cli(SCRIPT, "up", tmp_path, "--hosts", "n1,n2")
     assert res.returncode != 0 and "--public-network is required" in res.stderr
     assert not list((tmp_path / "run").glob("*.pid"))
 
@@ -144,8 +134,8 @@ def test_down_after_up_was_killed_midway(tmp_path):
     assert (tmp_path / "run" / "osd.0.pid").exists(), "up never started osd.0"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    pids = recorded_pids(tmp_path)
+    pids = st.recorded_pids(tmp_path)
     assert {"mon.a", "mgr.a", "osd.0"} <= set(pids)
-    res = stack_cli(SCRIPT, "down", tmp_path)
+    res = st.stack_cli(SCRIPT, "down", tmp_path)
     assert res.returncode == 0, res.stderr
-    assert_nothing_left(tmp_path, pids)
+    st.assert_nothing_left(tmp_path, pids)

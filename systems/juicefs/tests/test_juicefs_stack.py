@@ -7,17 +7,7 @@ import subprocess
 import pytest
 
 from systems.storage_common.daemons import free_port
-from systems.storage_common.testing import (
-    assert_nothing_left,
-    fuse_roundtrip,
-    kill_daemon,
-    occupy_port,
-    recorded_pids,
-    s3_client,
-    s3_roundtrip,
-    stack_cli,
-    up_ok,
-)
+from systems.storage_common import testing as st
 
 SCRIPT = "juicefs/stack.py"
 
@@ -30,9 +20,9 @@ def ports(gateway=None):
 @pytest.fixture(scope="module")
 def jfs(tmp_path_factory, minio_built):
     state = tmp_path_factory.mktemp("juicefs")
-    info = up_ok(SCRIPT, state, *ports())
+    info = st.up_ok(SCRIPT, state, *ports())
     yield state, info
-    stack_cli(SCRIPT, "down", state)
+    st.stack_cli(SCRIPT, "down", state)
 
 
 def test_up_reports_versions_of_all_three(jfs):
@@ -41,7 +31,7 @@ def test_up_reports_versions_of_all_three(jfs):
     assert v["juicefs"].startswith("juicefs version 1.4.2")
     assert v["redis running"].startswith("redis_version:7.")
     assert v["minio"].startswith("minio version ")
-    res = stack_cli(SCRIPT, "status", state)
+    res = st.stack_cli(SCRIPT, "status", state)
     assert res.returncode == 0, res.stderr
     live = json.loads(res.stdout)["live"]
     assert {"redis", "minio", "jfs-mount", "jfs-gateway"} == set(live) and all(d["alive"] for d in live.values())
@@ -52,7 +42,7 @@ def test_files_through_the_mount_read_back_and_land_in_minio(jfs):
     mnt = info["endpoints"]["mount"]
     with open("/proc/self/mountinfo") as f:
         assert any(line.split()[4] == mnt and "juicefs" in line for line in f), "not a JuiceFS mount"
-    fuse_roundtrip(mnt)
+    st.fuse_roundtrip(mnt)
     # data blocks are objects in MinIO's bucket, metadata keys in Redis
     chunks = list((state / "minio-data" / "jfs" / "repro" / "chunks").rglob("*"))
     assert chunks, "no JuiceFS chunks in MinIO's data directory"
@@ -64,8 +54,8 @@ def test_files_through_the_mount_read_back_and_land_in_minio(jfs):
 
 def test_objects_through_the_gateway_read_back_and_are_files(jfs):
     state, info = jfs
-    client = s3_client(state)
-    s3_roundtrip(client, "repro-jfs")
+    client = st.s3_client(state)
+    st.s3_roundtrip(client, "repro-jfs")
     client.put_object("repro-jfs", "seen-as-file", b"z" * 12345)
     # --multi-buckets: a bucket is a top-level directory of the same file system
     from pathlib import Path
@@ -75,24 +65,24 @@ def test_objects_through_the_gateway_read_back_and_are_files(jfs):
 
 def test_killed_redis_makes_status_fail_and_down_leaves_nothing(jfs):
     state, info = jfs
-    kill_daemon(state, "redis")
-    res = stack_cli(SCRIPT, "status", state)
+    st.kill_daemon(state, "redis")
+    res = st.stack_cli(SCRIPT, "status", state)
     assert res.returncode != 0
     assert "DEAD: redis" in res.stderr and "redis.log" in res.stderr
-    pids = recorded_pids(state)
-    res = stack_cli(SCRIPT, "down", state)
+    pids = st.recorded_pids(state)
+    res = st.stack_cli(SCRIPT, "down", state)
     assert res.returncode == 0, res.stderr
-    assert_nothing_left(state, pids)
+    st.assert_nothing_left(state, pids)
 
 
 def test_failed_up_cleans_up(tmp_path, minio_built):
-    sock, port = occupy_port()
+    sock, port = st.occupy_port()
     try:
-        res = stack_cli(SCRIPT, "up", tmp_path, *ports(gateway=port))
+        res = st.stack_cli(SCRIPT, "up", tmp_path, *ports(gateway=port))
     finally:
         sock.close()
     assert res.returncode != 0
     assert f"jfs-gateway: port 127.0.0.1:{port} is already in use" in res.stderr
     # Redis, MinIO and the mount had started: all gone
     assert "cleaning up" in res.stderr
-    assert_nothing_left(tmp_path, {})
+    st.assert_nothing_left(tmp_path, {})

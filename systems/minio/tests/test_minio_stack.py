@@ -7,16 +7,7 @@ import pytest
 
 from systems.minio.stack import STAND_IN, pins
 from systems.storage_common.daemons import free_port
-from systems.storage_common.testing import (
-    assert_nothing_left,
-    kill_daemon,
-    occupy_port,
-    recorded_pids,
-    s3_client,
-    s3_roundtrip,
-    stack_cli,
-    up_ok,
-)
+from systems.storage_common import testing as st
 
 SCRIPT = "minio/stack.py"
 
@@ -24,9 +15,9 @@ SCRIPT = "minio/stack.py"
 @pytest.fixture
 def minio(tmp_path, minio_built):
     state = tmp_path / "state"
-    info = up_ok(SCRIPT, state, "--data", str(tmp_path / "data"), "--port", str(free_port()))
+    info = st.up_ok(SCRIPT, state, "--data", str(tmp_path / "data"), "--port", str(free_port()))
     yield state, info, tmp_path / "data"
-    stack_cli(SCRIPT, "down", state)
+    st.stack_cli(SCRIPT, "down", state)
 
 
 def test_warm_setup_is_a_noop(minio_built):
@@ -39,7 +30,7 @@ def test_up_is_labelled_a_stand_in_and_reports_the_pinned_build(minio):
     commit = pins()["MINIO_VERSION"].rsplit("-", 1)[1]
     assert f"commit-id={commit}" in info["versions"]["minio"]
     assert info["versions"]["minio_runtime"].startswith(pins()["GO_TOOLCHAIN"] + " ")
-    res = stack_cli(SCRIPT, "status", state)
+    res = st.stack_cli(SCRIPT, "status", state)
     assert res.returncode == 0, res.stderr
     status = json.loads(res.stdout)
     assert status["healthy"] and status["system_kind"] == STAND_IN and status["live"]["minio"]["alive"]
@@ -47,8 +38,8 @@ def test_up_is_labelled_a_stand_in_and_reports_the_pinned_build(minio):
 
 def test_objects_read_back_and_live_in_the_data_directory(minio):
     state, _, data = minio
-    client = s3_client(state)
-    s3_roundtrip(client, "repro-minio")
+    client = st.s3_client(state)
+    st.s3_roundtrip(client, "repro-minio")
     client.put_object("repro-minio", "kept", b"x" * 1000)
     # the directory MinIO serves (Lustre on a cluster) holds the object
     assert (data / "repro-minio" / "kept").exists()
@@ -57,28 +48,28 @@ def test_objects_read_back_and_live_in_the_data_directory(minio):
 
 def test_killed_minio_makes_status_fail_and_down_leaves_nothing(minio, tmp_path):
     state, _, _ = minio
-    s3_client(state).create_bucket("before-kill")
-    kill_daemon(state, "minio")
-    res = stack_cli(SCRIPT, "status", state)
+    st.s3_client(state).create_bucket("before-kill")
+    st.kill_daemon(state, "minio")
+    res = st.stack_cli(SCRIPT, "status", state)
     assert res.returncode != 0
     assert "DEAD: minio" in res.stderr and "minio.log" in res.stderr
-    pids = recorded_pids(state)
-    assert stack_cli(SCRIPT, "down", state).returncode == 0
-    assert_nothing_left(state, pids, tmp_path / "data")
+    pids = st.recorded_pids(state)
+    assert st.stack_cli(SCRIPT, "down", state).returncode == 0
+    st.assert_nothing_left(state, pids, tmp_path / "data")
 
 
 def test_failed_up_cleans_up(tmp_path, minio_built):
-    sock, port = occupy_port()
+    sock, port = st.occupy_port()
     try:
-        res = stack_cli(SCRIPT, "up", tmp_path / "s", "--data", str(tmp_path / "d"), "--port", str(port))
+        res = st.stack_cli(SCRIPT, "up", tmp_path / "s", "--data", str(tmp_path / "d"), "--port", str(port))
     finally:
         sock.close()
     assert res.returncode != 0 and f"port 127.0.0.1:{port} is already in use" in res.stderr
-    assert_nothing_left(tmp_path / "s", {})
+    st.assert_nothing_left(tmp_path / "s", {})
 
 
 def test_up_without_data_is_refused(tmp_path):
-    res = stack_cli(SCRIPT, "up", tmp_path, "--port", "1")
+    res = st.stack_cli(SCRIPT, "up", tmp_path, "--port", "1")
     assert res.returncode != 0 and "up needs --data DIR" in res.stderr
     assert not Path(tmp_path / "stack.json").exists()
 
