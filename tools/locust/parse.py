@@ -87,7 +87,10 @@ def tidy_dirs(dirs, labels: dict | None = None) -> list[dict]:
     rows = []
     for d in dirs:
         d = Path(d)
-        runs = sorted(d.glob("users~*"), key=lambda p: int(p.name.split("~")[1])) if not (d / "locust_stats.csv").exists() else [d]
+        if (d / "locust_stats.csv").exists():
+            runs = [d]
+        else:
+            runs = sorted(d.glob("users~*"), key=lambda p: int(p.name.split("~")[1]))
         if not runs:
             raise FileNotFoundError(f"{d}: no users~*/locust_stats.csv")
         for r in runs:

@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -29,11 +30,16 @@ PROTOCOLS = ("torchserve", "triton", "tfserving", "trivial")
 
 
 def locust_bin() -> Path:
+    """$REPRO_LOCUST_BIN, else the cached venv (tools/locust/setup.sh), else `locust` on PATH (the image)."""
+    if os.environ.get("REPRO_LOCUST_BIN"):
+        return Path(os.environ["REPRO_LOCUST_BIN"])
     out = subprocess.run([str(HERE / "setup.sh"), "path"], check=True, capture_output=True, text=True)
     venv = Path(out.stdout.strip())
-    if not (venv / ".complete").exists():
-        raise FileNotFoundError(f"Locust's venv is not built ({venv}); run tools/locust/setup.sh")
-    return venv / "bin" / "locust"
+    if (venv / ".complete").exists():
+        return venv / "bin" / "locust"
+    if shutil.which("locust"):
+        return Path(shutil.which("locust"))
+    raise FileNotFoundError(f"Locust's venv is not built ({venv}); run tools/locust/setup.sh")
 
 
 def parse_seconds(text: str) -> float:

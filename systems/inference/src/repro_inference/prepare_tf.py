@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 
 from repro_inference.common_cli import add_spec_args, spec_from_args
-from repro_inference.prepare_torch import copy_package
-from repro_inference.spec import write_spec
+from repro_inference.spec import copy_runtime, write_spec
 from repro_inference.triton_config import config_pbtxt
 
 PKG = Path(__file__).resolve().parent
@@ -63,7 +62,7 @@ def main(argv=None) -> int:
         shutil.rmtree(mdir, ignore_errors=True)
         shutil.copytree(saved, mdir / "1" / "savedmodel")
         write_spec(spec, mdir / "1")
-        copy_package(mdir / "1")
+        copy_runtime(mdir / "1", "tf")
         shutil.copy2(PKG / "triton_python_model.py", mdir / "1" / "model.py")
         (mdir / "config.pbtxt").write_text(config_pbtxt(spec, "triton-python-tf"))
         made["triton-python-tf"] = str(mdir)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from repro_inference.common_cli import add_spec_args, spec_from_args
-from repro_inference.spec import write_spec
+from repro_inference.spec import copy_runtime, write_spec
 from repro_inference.triton_config import config_pbtxt
 
 PKG = Path(__file__).resolve().parent
@@ -33,10 +33,7 @@ FORMATS = ("torchserve", "triton-python-torch", "triton-pytorch")
 
 
 def copy_package(dest: Path) -> None:
-    """The repro_inference modules a worker imports (no tests, no caches)."""
-    (dest / "repro_inference").mkdir(parents=True, exist_ok=True)
-    for f in PKG.glob("*.py"):
-        shutil.copy2(f, dest / "repro_inference" / f.name)
+    copy_runtime(dest, "torch")
 
 
 def save_pretrained(spec: dict, dest: Path) -> None:

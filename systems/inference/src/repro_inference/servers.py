@@ -5,13 +5,15 @@
     python -m repro_inference.servers run KIND --models DIR --model M --workdir W -- CMD ...
 
 KIND (the protocol each speaks, the ``system_kind`` its rows get):
-  torchserve            real TorchServe 0.12, /predictions/<m>                        real
-  triton-python-torch   real tritonserver 2.51 (nvidia-pytriton), Python backend, torch model    stand-in:tritonserver-python-backend
-  triton-python-tf      same server, Python backend running the TF SavedModel                     stand-in:tritonserver-python-backend
-  triton-pytorch        tritonserver on PATH with the libtorch backend (cluster image)            real
-  triton-tensorflow     tritonserver on PATH with the TensorFlow backend (cluster image)          real
-  tfserving-standin     TF Serving's REST API over TF in Python, /v1/models/<m>:predict   stand-in:tfserving-rest-on-tf-python
-  tfserving             tensorflow_model_server on PATH (cluster image)                            real
+  torchserve            TorchServe 0.12, /predictions/<m>                                     real
+  triton-python-torch   tritonserver 2.51 (nvidia-pytriton), Python backend running the torch model
+                                                                  stand-in:tritonserver-python-backend
+  triton-python-tf      the same server, Python backend running the TF SavedModel   (the same label)
+  triton-pytorch        tritonserver on PATH, libtorch backend (the cluster image)            real
+  triton-tensorflow     tritonserver on PATH, TensorFlow backend (the cluster image)          real
+  tfserving-standin     TF Serving's REST API over TF in Python, /v1/models/<m>:predict
+                                                                  stand-in:tfserving-rest-on-tf-python
+  tfserving             tensorflow_model_server on PATH (the cluster image)                   real
 
 ``start`` returns once the model answers ready, writing ``W/server.json`` (url, pid, system_kind) and
 ``W/server.pid``; the server runs in its own session and ``stop`` ends that whole process group
@@ -55,7 +57,11 @@ class ServerError(RuntimeError):
 
 
 def venv(stack: str) -> Path:
-    """The cached venv built by systems/inference/setup.sh (never builds it; tests call setup.sh first)."""
+    """$REPRO_VENV_TORCH / $REPRO_VENV_TF (the images' /opt/repro/venv-*), else the cached venv that
+    systems/inference/setup.sh builds (never built here; tests call setup.sh first)."""
+    override = os.environ.get(f"REPRO_VENV_{stack.upper()}")
+    if override:
+        return Path(override)
     out = subprocess.run([str(SYSTEM / "setup.sh"), f"path-{stack}"], check=True, capture_output=True, text=True)
     path = Path(out.stdout.strip())
     if not (path / ".complete").exists():
@@ -75,7 +81,7 @@ def _get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
             return r.status, r.read()
     except urllib.error.HTTPError as err:
         return err.code, err.read()
-    except (urllib.error.URLError, ConnectionError, TimeoutError, socket.timeout):
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
         return 0, b""
 
 
@@ -234,11 +240,13 @@ class Server:
                 if rc is not None:
                     raise ServerError(f"{self.kind} exited while loading {self.model}", rc, self._logs())
                 if self.kind == "torchserve" and (marker := self._torchserve_failed()):
-                    raise ServerError(f"torchserve could not load {self.model} ({marker!r} in its log)", 1, self._logs())
+                    raise ServerError(f"torchserve could not load {self.model} ({marker!r} in its log)", 1,
+                                      self._logs())
                 if self._ready():
                     break
                 if time.time() - t0 > self.timeout:
-                    raise ServerError(f"{self.kind}: {self.model} not ready after {self.timeout:.0f} s", 1, self._logs())
+                    raise ServerError(f"{self.kind}: {self.model} not ready after {self.timeout:.0f} s", 1,
+                                      self._logs())
                 time.sleep(0.5)
         except BaseException:
             self.stop()
@@ -299,11 +307,13 @@ def main(argv=None) -> int:
         s.add_argument("--threads", type=int, default=1)
         s.add_argument("--port", type=int)
         s.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the model to be ready")
-        if name == "run":
-            s.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ...")
     st = sub.add_parser("stop")
     st.add_argument("--workdir", required=True, type=Path)
-    a = p.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[argv.index("--") + 1:] if "--" in argv else []
+    a = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    if a.cmd == "run" and not command:
+        p.error("run needs a command after --")
     if a.cmd == "stop":
         pidfile = a.workdir / "server.pid"
         if pidfile.exists():
@@ -319,13 +329,12 @@ def main(argv=None) -> int:
     if a.cmd == "start":
         print(json.dumps({"url": server.url, "system_kind": server.system_kind, "pid": server.proc.pid}))
         return 0
-    cmd = [c for c in a.command if c != "--"] if a.command[:1] == ["--"] else a.command
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         env = dict(os.environ, REPRO_SERVER_URL=server.url, REPRO_SYSTEM_KIND=server.system_kind,
                    REPRO_MODEL=a.model, REPRO_SERVER_KIND=a.kind)
-        return subprocess.run(cmd, env=env).returncode
+        return subprocess.run(command, env=env).returncode
     except KeyboardInterrupt:
         return 130
     finally:

@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 
 KIND = "stand-in:tfserving-rest-on-tf-python"
-ROUTE = re.compile(r"^/v1/models/(?P<model>[^/:]+)(?:/versions/(?P<version>\d+))?(?:/(?P<meta>metadata)|:(?P<verb>\w+))?$")
+ROUTE = re.compile(r"^/v1/models/(?P<model>[^/:]+)(?:/versions/(?P<version>\d+))?"
+                   r"(?:/(?P<meta>metadata)|:(?P<verb>\w+))?$")
 
 
 class Served:

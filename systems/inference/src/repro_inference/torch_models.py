@@ -14,7 +14,7 @@ import wave
 import numpy as np
 import torch
 
-from repro_inference.spec import SAMPLE_RATE, byte_decode, byte_encode, ctc_decode
+from repro_inference.spec import SAMPLE_RATE, ctc_decode, word_decode, word_encode
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(3, 1, 1)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(3, 1, 1)
@@ -111,9 +111,12 @@ def forward(model, spec: dict, batch: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def summarise(model, spec: dict, texts: list[str]) -> list[str]:
-    """BART-large-CNN summarisation through ``.generate()`` with the spec's new-token budget."""
-    ids = [byte_encode(t, model.config.vocab_size) for t in texts]
+def summarise(model, spec: dict, texts: list[str]) -> list[dict]:
+    """BART-large-CNN summarisation through ``.generate()`` with the spec's new-token budget.
+
+    Returns ``{"summary": text, "new_tokens": n}`` per text (n excludes the decoder's start token).
+    """
+    ids = [word_encode(t, model.config.vocab_size) for t in texts]
     width = max(len(i) for i in ids)
     pad = model.config.pad_token_id
     input_ids = torch.tensor([i + [pad] * (width - len(i)) for i in ids])
@@ -121,9 +124,12 @@ def summarise(model, spec: dict, texts: list[str]) -> list[str]:
     n_new = int(spec["max_new_tokens"])
     out = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=n_new,
                          min_length=min(56, n_new), num_beams=int(spec["num_beams"]), early_stopping=True)
-    if spec.get("tokenizer") == "byte-level-stand-in":
-        return [byte_decode(o) for o in out]
-    return [str(o.tolist()) for o in out]
+    results = []
+    for o in out[:, 1:]:  # drop decoder_start_token_id
+        o = o[o != pad]
+        text = word_decode(o) if spec.get("tokenizer") == "word-hash-stand-in" else str(o.tolist())
+        results.append({"summary": text, "new_tokens": int(o.numel())})
+    return results
 
 
 def classify_result(logits: np.ndarray) -> dict:

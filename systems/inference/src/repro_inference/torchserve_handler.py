@@ -65,7 +65,7 @@ class ReproHandler:
             text = body.get("text") if isinstance(body, dict) else body
             if not isinstance(text, str) or not text.strip():
                 raise PredictionException("bart expects non-empty UTF-8 text (or JSON {'text': ...})", 400)
-            return {"summary": tm.summarise(self.model, self.spec, [text])[0]}
+            return tm.summarise(self.model, self.spec, [text])[0]
         if not isinstance(body, (bytes, bytearray)):
             raise PredictionException(f"{model} expects a binary body (image or WAV bytes), got JSON", 400)
         try:

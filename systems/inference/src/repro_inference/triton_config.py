@@ -43,9 +43,11 @@ def config_pbtxt(spec: dict, flavour: str, instance_kind: str = "KIND_CPU") -> s
         f'parameters {{ key: "weights" value: {{ string_value: "{spec["weights"]}" }} }}',
     ]
     if flavour == "triton-pytorch":  # intra/inter-op threads of libtorch, as the worker's
-        lines.append(f'parameters {{ key: "INTRA_OP_THREAD_COUNT" value: {{ string_value: "{int(spec["threads"])}" }} }}')
+        n = int(spec["threads"])
+        lines.append(f'parameters {{ key: "INTRA_OP_THREAD_COUNT" value: {{ string_value: "{n}" }} }}')
         lines.append('parameters { key: "INTER_OP_THREAD_COUNT" value: { string_value: "1" } }')
     if flavour == "triton-tensorflow":
-        lines.append(f'parameters {{ key: "TF_NUM_INTRA_THREADS" value: {{ string_value: "{int(spec["threads"])}" }} }}')
+        n = int(spec["threads"])
+        lines.append(f'parameters {{ key: "TF_NUM_INTRA_THREADS" value: {{ string_value: "{n}" }} }}')
         lines.append('parameters { key: "TF_NUM_INTER_THREADS" value: { string_value: "1" } }')
     return "\n".join(lines) + "\n"
