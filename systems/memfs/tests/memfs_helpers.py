@@ -3,6 +3,8 @@ import hashlib
 import os
 import random
 
+from repro.testing import file_sha256 as file_sha  # noqa: F401 -- the tests import it from here
+
 STRIPE = 512 * 1024
 MiB = 1 << 20
 
@@ -36,17 +38,6 @@ def read_file(path, chunk=None):
                 break
             parts.append(b)
         return b"".join(parts)
-
-
-def file_sha(path, chunk=1 << 20):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(chunk)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
 
 
 def check_random_preads(path, data, n=40, seed=1):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from repro.testing import build_or_skip
 from systems.mtc import mcproto, netns
 
 REPO = Path(__file__).resolve().parents[3]
@@ -58,13 +59,7 @@ def _missing_prereq():
 
 @pytest.fixture(scope="session", autouse=True)
 def built():
-    reason = _missing_prereq()
-    if reason:
-        pytest.skip(reason)
-    r = subprocess.run(["make", "-C", str(MEMFS_DIR), "-j2", "all"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.fail("build failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
+    build_or_skip(_missing_prereq(), ["make", "-C", str(MEMFS_DIR), "-j2", "all"])
     yield
     # last-resort cleanup of anything a crashed test left behind
     for mnt in list(_LIVE_MOUNTS):

@@ -7,7 +7,6 @@ system through libmpifuse (split communicator), hash every file through their
 own mount in this same process, compare with the source hashes, check the
 stats and stop. Exit status 0 on success; prints "LIBCHECK OK" on rank 0.
 """
-import hashlib
 import json
 import os
 import sys
@@ -17,19 +16,13 @@ from mpi4py import MPI
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import mpifuse  # noqa: E402
+from repro.testing import file_sha256  # noqa: E402 -- (the project's PYTHONPATH, inherited from the test)
 
 SIZES = [0, 1, 4095, 4097, 131071, (1 << 20) + 3, (5 << 20) + 7]
 
 
 def sha(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(1 << 16)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
+    return file_sha256(path, 1 << 16)
 
 
 def main():

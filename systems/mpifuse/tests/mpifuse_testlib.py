@@ -1,7 +1,6 @@
 """Helpers and fixtures of the mpifuse tests: build, MPI environment, launching
 and always cleaning up mpirun jobs and their FUSE mounts. The test modules
 import the fixtures from here (`built`, `source`, `fsjob`)."""
-import hashlib
 import os
 import shutil
 import signal
@@ -11,6 +10,7 @@ import time
 
 import pytest
 from repro import procs
+from repro.testing import file_sha256 as sha256_file  # noqa: F401 -- the tests import it from here
 
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -35,17 +35,6 @@ def mpi_env(tcp_only=False):
     """workflow/scripts/mpi-env.sh for one host: UCX over TCP only when tcp_only (as between
     separate nodes), else UCX may use shared memory."""
     return procs.mpi_env(shm=not tcp_only)
-
-
-def sha256_file(path, bs=1 << 20):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(bs)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
 
 
 def alive(pid):

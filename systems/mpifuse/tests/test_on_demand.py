@@ -58,19 +58,13 @@ for r in ranges:
 
 # reads a prefix, closes, later opens again and hashes the whole file
 EARLY_CLOSE = r"""
-import hashlib, sys, time
+import sys, time
+from repro.testing import file_sha256
 path = sys.argv[1]
 with open(path, "rb", buffering=0) as f:
     f.read(300000)
 time.sleep(0.5)
-h = hashlib.sha256()
-with open(path, "rb") as f:
-    while True:
-        b = f.read(1 << 20)
-        if not b:
-            break
-        h.update(b)
-print(h.hexdigest(), flush=True)
+print(file_sha256(path), flush=True)
 """
 
 

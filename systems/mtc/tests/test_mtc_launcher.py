@@ -141,9 +141,9 @@ def test_teardown_after_an_agent_is_killed(tmp_path):
     assert_clean(cid, str(tmp_path / "w"))
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_teardown_when_the_driver_is_signalled(tmp_path, sig):
-    script = textwrap.dedent(f"""
+def _driver_script(tmp_path) -> str:
+    """A driver that starts a 2-node cluster, prints its id and sleeps inside it."""
+    return textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(MTC)!r})
         import launch
@@ -152,6 +152,11 @@ def test_teardown_when_the_driver_is_signalled(tmp_path, sig):
             print(c.cid, flush=True)
             time.sleep(60)
     """)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_teardown_when_the_driver_is_signalled(tmp_path, sig):
+    script = _driver_script(tmp_path)
     # a driver started from a background job inherits SIGINT ignored (and Python then installs no
     # KeyboardInterrupt handler); give it the disposition of an interactive driver, where Ctrl-C counts
     p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
@@ -167,15 +172,7 @@ def test_agents_exit_when_the_driver_is_killed(tmp_path):
     """SIGKILL of the driver: agents see their parent gone and tear down; cleanup_stale removes the namespaces."""
     import netns
 
-    script = textwrap.dedent(f"""
-        import sys, time
-        sys.path.insert(0, {str(MTC)!r})
-        import launch
-        with launch.cluster(nodes=2, design="memfs", network={EMU!r}, workdir={str(tmp_path / 'w')!r},
-                            memcached={{"mem_mb": 128}}) as c:
-            print(c.cid, flush=True)
-            time.sleep(60)
-    """)
+    script = _driver_script(tmp_path)
     p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     cid = p.stdout.readline().strip()
     p.kill()
