@@ -62,10 +62,13 @@ def assert_all_gone(pids: list[int], state_dir: Path) -> None:
 def test_byte_reversal_through_each_runtime(kind, function, instances):
     with standin.LocalPlatform(kind, function, instances) as p:
         pids = p.instance_pids() + [p.proc.pid]
-        for size in (0, 1, 1000, 300_001):
+        for size in (0, 1, 1000, 300_001, 2 * 2**20):
             raw = fd.run(fd.RunSpec(p.url, instances, 4), fd.bytes_workload(size, 8), fd.url_scaler(p.scale_url))
             # the director checked every answer against the reversed request; here the records say so
             assert [r["status"] for r in raw["requests"]] == [200] * 8
+            # a healthy platform needs no retry (seen before the full-duplex fix: the front's server
+            # drained the request body under the transport when an instance answered at once)
+            assert raw["totals"]["retries"] == 0, [r["errors"] for r in raw["requests"] if r["errors"]]
             assert {r["bytes_received"] for r in raw["requests"]} == {size}
             assert raw["system_kind"] == KIND_LABEL[kind]
             assert raw["totals"]["instances_seen"] == instances

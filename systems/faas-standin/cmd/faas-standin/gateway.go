@@ -126,6 +126,11 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := prepareBody(w, r); err != nil {
+		w.Header().Set(kindHeader, f.label)
+		http.Error(w, f.label+": reading the request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
 	ctx := contextWith(r.Context(), targetKey{}, p.targets[idx])
 	f.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
