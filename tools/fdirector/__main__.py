@@ -2,6 +2,8 @@
 
   python -m tools.fdirector images  --url URL --instances N --images DIR [--limit K] --out RUN.json
   python -m tools.fdirector bytes   --url URL --instances N --size B [--requests 100] [--variant single]
+  python -m tools.fdirector sweep   --url URL --instances N [--min-exp 0] [--max-exp 24] [--requests 100]
+                                    [--variant single] --out-dir DIR   (bytes 2^min..2^max, one raw file per size)
   python -m tools.fdirector ceiling --url ECHO_URL --size B [--requests 100] [--concurrency 4] --out RUN.json
   python -m tools.fdirector images  --url exec:systems/faas-functions/build/imageproc --instances P ...  (baseline:
                                     the function run directly, P at a time with --per-instance 1, no platform)
@@ -43,14 +45,47 @@ def _scaler(args) -> fd.Scaler | None:
     return None
 
 
+def _sweep(args, labels: dict) -> int:
+    """Bytes 2^min..2^max, one run (and raw file) per size. A size the platform refuses for good
+    (e.g. 413 over nuclio-go's limit) leaves size~<b>.failed.json and the sweep goes on."""
+    if not 0 <= args.min_exp <= args.max_exp <= 30:
+        raise fd.DirectorError(f"--min-exp {args.min_exp} --max-exp {args.max_exp}: want 0 <= min <= max <= 30")
+    per = args.per_instance or fd.PER_INSTANCE["bytes"]
+    scale = _scaler(args)
+    failed = 0
+    for exp in range(args.min_exp, args.max_exp + 1):
+        size = 2**exp
+        spec = fd.RunSpec(args.url, args.instances, per, args.variant, args.timeout, args.max_retries,
+                          labels={**labels, "size": str(size)})
+        try:
+            raw = fd.run(spec, fd.bytes_workload(size, args.requests), scale if exp == args.min_exp else None)
+        except fd.PermanentHTTPError as exc:
+            failed += 1
+            fd.save_raw({"schema": fd.FAILED_SCHEMA, "size": size, "status": exc.status, "error": str(exc),
+                         "url": args.url, "instances": args.instances, "variant": args.variant, "labels": spec.labels},
+                        args.out_dir / f"size~{size}.failed.json")
+            print(f"fdirector: {size} B: failed, HTTP {exc.status}", flush=True)
+            continue
+        fd.save_raw(raw, args.out_dir / f"size~{size}.json")
+        print(f"fdirector: {size} B: {raw['totals']['throughput_mib_s']:.3f} MiB/s, "
+              f"{raw['totals']['retries']} retries", flush=True)
+    print(f"fdirector: sweep done, {failed} size(s) failed -> {args.out_dir}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.fdirector", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("images", "bytes", "ceiling"):
+    for name in ("images", "bytes", "sweep", "ceiling"):
         s = sub.add_parser(name)
         s.add_argument("--url", required=True, help="the function's (or echo server's) HTTP endpoint")
-        s.add_argument("--out", required=True, type=Path, help="raw JSON file of this run")
+        if name == "sweep":
+            s.add_argument("--out-dir", required=True, type=Path, help="size~<bytes>.json per size")
+            s.add_argument("--min-exp", type=int, default=0)
+            s.add_argument("--max-exp", type=int, default=24)
+        else:
+            s.add_argument("--out", required=True, type=Path, help="raw JSON file of this run")
         s.add_argument("--label", action="append", default=[], help="key=value copied into the raw file")
         s.add_argument("--timeout", type=float, default=300.0, help="seconds per attempt")
         s.add_argument("--max-retries", type=int, default=100, help="per request, then the run fails")
@@ -64,9 +99,10 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--images", required=True, type=Path, help="directory of PNG test images")
             s.add_argument("--limit", type=int, default=None, help="use the first K images")
         else:
-            s.add_argument("--size", type=int, required=True, help="bytes per request")
+            if name != "sweep":
+                s.add_argument("--size", type=int, required=True, help="bytes per request")
             s.add_argument("--requests", type=int, default=100)
-        if name == "bytes":
+        if name in ("bytes", "sweep"):
             s.add_argument("--variant", choices=("parallel", "single"), default="parallel")
         if name == "ceiling":
             s.add_argument("--concurrency", type=int, default=4)
@@ -85,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"fdirector: iperf3 {parsed['mib_per_s']:.1f} MiB/s -> {args.out}")
             return 0
         labels = _labels(args.label)
+        if args.cmd == "sweep":
+            return _sweep(args, labels)
         if args.cmd == "images":
             workload = fd.image_workload(sorted(args.images.glob("*.png")), args.limit)
         else:

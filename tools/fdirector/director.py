@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SCHEMA = "repro.fdirector.run/1"
+FAILED_SCHEMA = "repro.fdirector.failed/1"  # a run the platform refused for good (e.g. 413)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PER_INSTANCE = {"images": 2, "bytes": 4, "echo": 4}  # active requests per instance (paper Sec. 2.4)
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}

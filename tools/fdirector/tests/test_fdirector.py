@@ -184,3 +184,16 @@ def test_baseline_runs_the_function_directly(images):
         fd.run(fd.RunSpec(f"exec:{exe}", 1, 1, max_retries=1), fd.bytes_workload(10, 1))
     with pytest.raises(fd.DirectorError, match="not an executable"):
         fd.run(fd.RunSpec("exec:/nonexistent", 1, 1), fd.bytes_workload(10, 1))
+
+
+def test_cli_sweep_records_sizes_over_the_limit_as_failed(tmp_path):
+    with standin.LocalPlatform("nuclio-go", "reverse-go", 1, max_body=1000) as p:
+        done = cli("sweep", "--url", p.url, "--instances", "2", "--scale-url", p.scale_url, "--min-exp", "8",
+                   "--max-exp", "11", "--requests", "5", "--out-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["size~1024.failed.json", "size~2048.failed.json",
+                                                          "size~256.json", "size~512.json"]
+    ok = fd.load_raw(tmp_path / "size~512.json")
+    assert ok["labels"]["size"] == "512" and ok["totals"]["bytes_sent"] == 5 * 512 and ok["instances"] == 2
+    bad = json.loads((tmp_path / "size~2048.failed.json").read_text())
+    assert bad["schema"] == fd.FAILED_SCHEMA and bad["status"] == 413
