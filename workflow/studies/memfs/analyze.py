@@ -20,7 +20,7 @@ import sys
 import pandas as pd
 
 from repro import claims as C
-from repro import cli, tidy
+from repro import cli, published, tidy
 from studies.memfs import common as mc
 from studies.memfs.layout import system_kind as net_system_kind
 
@@ -319,8 +319,8 @@ def main(argv=None) -> int:
           f"({(df['status'] == 'failed').sum()} failed rows, {(df['status'] == 'not-run').sum()} not run)")
     df = mc.load(a.measurements)  # exactly what the table says
     tidy.write_csv(tidy.summarize(df, SUMMARY_BY), a.summary)
-    pub = pd.read_csv(a.published, dtype={"network": str, "design": str}, keep_default_na=False)
-    pub["value"] = pd.to_numeric(pub["value"], errors="coerce")
+    pub = published.load(a.published)
+    pub["value"] = pub["value_num"]
     t21 = table21(df, cfg, pub)
     tidy.write_csv(t21, a.table21)
     lim = limit_table(df, cfg)

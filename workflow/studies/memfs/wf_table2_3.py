@@ -16,7 +16,7 @@ from __future__ import annotations
 from studies.memfs import wf_common as C
 import numpy as np
 import pandas as pd
-from repro import cli, tidy
+from repro import cli, published, tidy
 
 
 def build(df: pd.DataFrame, sw: dict, published: pd.DataFrame) -> pd.DataFrame:
@@ -75,11 +75,8 @@ def build(df: pd.DataFrame, sw: dict, published: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_published(paths: list[str]) -> pd.DataFrame:
-    frames = []
-    for p in paths:
-        d = pd.read_csv(p, dtype=str, keep_default_na=False)
-        if "nodes" in d.columns:
-            frames.append(d)
+    frames = [published.load(p) for p in paths]
+    frames = [d for d in frames if "nodes" in d.columns]
     pub = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["source", "metric", "design", "nodes", "value"])
     pub = pub[pub.nodes.astype(str).str.fullmatch(r"\d+")].copy()

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from repro import paramspace, tidy
+from repro import paramspace, published, tidy
 
 from .layout import NATIVE_LABEL, VARIANTS, expected_source_reads
 
@@ -62,9 +62,7 @@ def read_measurements(path) -> pd.DataFrame:
 
 
 def read_published(path) -> pd.DataFrame:
-    pub = pd.read_csv(path, dtype=str, keep_default_na=False)
-    pub["value_num"] = pd.to_numeric(pub["value"], errors="coerce")
-    return pub
+    return published.load(path)
 
 
 def size_bytes(size: str) -> int:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import pandas as pd
 
 from repro import claims, cli, rawio, tidy
+from repro import published as pubvals
 
 STUDY = "tco"
 
 
 def _pub_row(pub: pd.DataFrame, quantity: str, platform: str = "", fleet: str = ""):
-    sel = pub[(pub.quantity == quantity) & (pub.platform.fillna("") == platform)
-              & (pub.fleet.fillna("").astype(str).str.replace(".0", "", regex=False) == str(fleet))]
-    return sel.iloc[0] if len(sel) else None
+    return pubvals.lookup(pub, quantity=quantity, platform=platform, fleet=fleet)
 
 
 def published(pub: pd.DataFrame, quantity: str, platform: str = "", fleet: str = "") -> float | None:
@@ -38,7 +37,7 @@ def main() -> None:
     df = tidy.collect([args.raw], STUDY, experiment_of=lambda p: "tco_model", system_kind_of=lambda p: "model")
     tidy.write_csv(df, args.measurements)
     rec = rawio.read(args.raw)
-    pub = pd.read_csv(args.published, dtype={"fleet": str})
+    pub = pubvals.load(args.published)
     cur = next(m["unit"] for m in rec["metrics"] if m["metric"] == "C_dev")
 
     def val(metric, **labels):
