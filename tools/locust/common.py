@@ -63,6 +63,13 @@ def check_kind(seen: str) -> str | None:
     return None
 
 
+def describe(r) -> str:
+    """A failed answer in one line: the server's status and the start of its body, or why none came."""
+    if not r.status_code:
+        return f"no answer: {r.error!r}"
+    return f"HTTP {r.status_code}: {(r.content or b'')[:200].decode('utf-8', 'replace')}"
+
+
 def should_be_bad(counter: list[int]) -> bool:
     counter[0] += 1
     return BAD_EVERY > 0 and counter[0] % BAD_EVERY == 0

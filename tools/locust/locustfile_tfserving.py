@@ -6,7 +6,8 @@ Settings: see common.py.
 
 import os
 
-from common import BAD_EVERY, check_answer, check_kind, loads, payloads, require_model, should_be_bad, tensor
+from common import BAD_EVERY, check_answer, check_kind, describe, loads, payloads, require_model, should_be_bad, \
+    tensor
 from locust import FastHttpUser, constant, task
 
 MODEL = require_model(("resnet50", "wav2vec2", "wav2vec2_truncated"))
@@ -26,7 +27,7 @@ class TFServingUser(FastHttpUser):
         with self.client.post(f"/v1/models/{MODEL}:predict", data=BAD_BODY if bad else BODY, name=MODEL,
                               headers={"Content-Type": "application/json"}, catch_response=True) as r:
             if r.status_code != 200:
-                r.failure(f"HTTP {r.status_code}: {r.text[:200]}")
+                r.failure(describe(r))
                 return
             problem = check_kind(r.headers.get("X-Repro-System-Kind", "real")) or check_answer(
                 MODEL, loads(r.content)[KEY])

@@ -4,7 +4,7 @@ Each user fires its next request when the previous one completes (no wait time),
 multi-stream test; one user is its single-stream test. Settings: see common.py.
 """
 
-from common import BAD_EVERY, IMAGE_SIZE, AUDIO_SAMPLES, TEXT_WORDS, check_answer, check_kind, loads, \
+from common import AUDIO_SAMPLES, BAD_EVERY, IMAGE_SIZE, TEXT_WORDS, check_answer, check_kind, describe, loads, \
     payloads, require_model, should_be_bad
 from locust import FastHttpUser, constant, task
 
@@ -24,7 +24,7 @@ class TorchServeUser(FastHttpUser):
         with self.client.post(f"/predictions/{MODEL}", data=BAD if bad else BODY, name=MODEL,
                               headers={"Content-Type": "application/octet-stream"}, catch_response=True) as r:
             if r.status_code != 200:
-                r.failure(f"HTTP {r.status_code}: {r.text[:200]}")
+                r.failure(describe(r))
                 return
             answer = loads(r.content)
             problem = check_kind(r.headers.get("X-Repro-System-Kind", "real"))

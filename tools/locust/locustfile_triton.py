@@ -6,7 +6,8 @@ Settings: see common.py.
 
 import os
 
-from common import BAD_EVERY, check_answer, check_kind, loads, payloads, require_model, should_be_bad, tensor
+from common import BAD_EVERY, check_answer, check_kind, describe, loads, payloads, require_model, should_be_bad, \
+    tensor
 from locust import FastHttpUser, constant, task
 
 MODEL = require_model(("resnet50", "wav2vec2", "wav2vec2_truncated"))
@@ -25,7 +26,7 @@ class TritonUser(FastHttpUser):
         with self.client.post(f"/v2/models/{MODEL}/infer", data=BAD_BODY if bad else BODY, name=MODEL,
                               headers=BAD_HEADERS if bad else HEADERS, catch_response=True) as r:
             if r.status_code != 200:
-                r.failure(f"HTTP {r.status_code}: {r.text[:200]}")
+                r.failure(describe(r))
                 return
             outs = {o["name"]: o for o in loads(r.content)["outputs"]}
             kind = outs["SYSTEM_KIND"]["data"][0] if "SYSTEM_KIND" in outs else "real"

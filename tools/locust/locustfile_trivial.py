@@ -14,4 +14,5 @@ class TrivialUser(FastHttpUser):
     def hit(self):
         with self.client.get("/", name="trivial", catch_response=True) as r:
             if r.status_code != 200 or r.content != b"ok":
-                r.failure(f"HTTP {r.status_code}: {r.content[:50]!r}")
+                r.failure(f"HTTP {r.status_code}: {(r.content or b'')[:50]!r}" if r.status_code else
+                          f"no answer: {r.error!r}")

@@ -5,7 +5,9 @@
 DIR holds ``users~U/locust_stats.csv`` (+ ``_stats_history.csv``, ``_failures.csv``, ``generator.json``)
 as tools/locust/runner.py writes them. Metrics, from the stats file's ``Aggregated`` row (all request
 names together): throughput (Requests/s), latency_median / latency_mean / latency_p95 / latency_p99 (ms),
-failures_per_s, requests, failures; from generator.json: generator_cpu_cores. Every row carries the
+failures_per_s, requests, failures; locustfile_exceptions (from ``_exceptions.csv``: errors of the
+checking code itself, which Locust does not count as requests — the study must treat a run with any
+as failed); from generator.json: generator_cpu_cores. Every row carries the
 run's labels, its users, and its system_kind. Numbers are Locust's as written, never recomputed.
 """
 
@@ -55,6 +57,13 @@ def failures(failures_csv: Path) -> list[dict]:
             for r in read_csv(failures_csv)]
 
 
+def exceptions(exceptions_csv: Path) -> int:
+    """How many exceptions the locustfile itself raised (a bug in a check, not a server answer)."""
+    if not exceptions_csv.exists():
+        return 0
+    return sum(int(r["Count"]) for r in read_csv(exceptions_csv))
+
+
 def history_span(history_csv: Path) -> dict:
     """First/last timestamps and the final cumulative counts of ``_stats_history.csv``'s Aggregated rows."""
     rows = [r for r in read_csv(history_csv) if r["Name"] == "Aggregated"]
@@ -78,6 +87,8 @@ def tidy_run(run_dir: Path, labels: dict | None = None) -> list[dict]:
             "system_kind": gen.get("system_kind", (labels or {}).get("system_kind", "real"))}
     agg = aggregated(run_dir / "locust_stats.csv")
     rows = [{**base, "metric": metric, "value": _num(agg[col]), "unit": unit} for metric, col, unit in METRICS]
+    rows.append({**base, "metric": "locustfile_exceptions", "value": exceptions(run_dir / "locust_exceptions.csv"),
+                 "unit": "count"})
     if gen:
         rows.append({**base, "metric": "generator_cpu_cores", "value": gen["cpu_cores_used"], "unit": "cores"})
     return rows

@@ -49,6 +49,7 @@ def test_tidy_rows_recomputed_from_raw_csvs(run):
     # the last history row carries the final totals
     span = parse.history_span(run / "locust_stats_history.csv")
     assert span["history_requests"] == requests and span["history_failures"] == failures
+    assert tidy["locustfile_exceptions"]["value"] == 0
     # the generator record of the same run
     assert tidy["generator_cpu_cores"]["value"] > 0 and tidy["generator_cpu_cores"]["unit"] == "cores"
 

@@ -73,6 +73,9 @@ def test_an_unreachable_server_is_counted_as_failures_not_a_crash(locust_venv, t
     rec = runner.run_one("trivial", "http://127.0.0.1:9", 1, "2s", tmp_path / "u")
     rows = {r["metric"]: r["value"] for r in parse.tidy_run(tmp_path / "u")}
     assert rec["returncode"] == 0 and rows["requests"] > 0 and rows["failures"] == rows["requests"]
+    assert rows["locustfile_exceptions"] == 0
+    errors = parse.failures(tmp_path / "u" / "locust_failures.csv")
+    assert errors and all("no answer" in e["error"] or "Connection" in e["error"] for e in errors)
 
 
 def test_bad_arguments_are_named():

@@ -146,7 +146,8 @@ class Server:
             link.symlink_to(repo / self.model)
         args = [f"--model-repository={one}", f"--http-port={self.port}", f"--grpc-port={free_port()}",
                 f"--metrics-port={free_port()}", "--http-address=127.0.0.1", "--grpc-address=127.0.0.1",
-                "--exit-on-error=true", "--strict-readiness=true", "--log-verbose=0", "--allow-metrics=false"]
+                "--exit-on-error=true", "--strict-readiness=true", "--exit-timeout-secs=10", "--log-verbose=0",
+                "--allow-metrics=false"]
         if self.kind.startswith("triton-python"):
             root = venv("torch")
             site = next((root / "lib").glob("python3*/site-packages"))

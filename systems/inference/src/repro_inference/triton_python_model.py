@@ -25,7 +25,9 @@ class TritonPythonModel:
 
         self.spec = read_spec(here)
         params = json.loads(args["model_config"]).get("parameters", {})
-        if "threads" in params:
+        if os.environ.get("REPRO_THREADS"):  # set by servers.py --threads
+            self.spec["threads"] = int(os.environ["REPRO_THREADS"])
+        elif "threads" in params:
             self.spec["threads"] = int(params["threads"]["string_value"])
         if self.spec["framework"] == "torch":
             import torch
