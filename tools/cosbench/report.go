@@ -18,7 +18,7 @@ import (
 )
 
 // Header lines, as COSBench 0.4.x's CSVWorkloadExporter and CSVStageExporter
-// write them (fixtures/csv/ keeps copies; a Go test compares).
+// write them (fixtures/csv/cosbench-0.4.2-columns.json lists the names; the tests compare).
 var workloadHeader = []string{"Stage", "Op-Name", "Op-Type", "Op-Count", "Byte-Count", "Avg-ResTime", "Avg-ProcTime",
 	"60%-ResTime", "80%-ResTime", "90%-ResTime", "95%-ResTime", "99%-ResTime", "100%-ResTime",
 	"Throughput", "Bandwidth", "Succ-Ratio", "Status", "Detailed Status"}

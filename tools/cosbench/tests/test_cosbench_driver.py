@@ -1,5 +1,5 @@
-"""cosbench-driver end to end: COSBench's own sample workloads and a generated one against
-memserver, CSV numbers recomputed from the raw per-request log, corruption detected, bad
+"""cosbench-driver end to end: our workload fixtures (written in COSBench's documented format)
+and a generated workload against memserver, CSV numbers recomputed from the raw per-request log, corruption detected, bad
 workloads refused before anything runs."""
 
 from __future__ import annotations
@@ -24,67 +24,78 @@ def test_go_unit_tests(driver):
     assert "ok" in r.stdout
 
 
-# sample -> (time scale, expected prepare count, expected cleanup count)
-SAMPLES = {
-    "hashcheck.xml": (0.002, 32 * 50, 32 * 100),
-    "splitrw.xml": (0.01, 4 * 50, 4 * 100),
-    "delay-stage-config-sample.xml": (0.002, 32 * 50, 32 * 100),
-    "s3-config-sample.xml": (0.02, 2 * 10, 2 * 20),
+# fixture -> (time scale, main stage's work name, object size in bytes, expected prepare count,
+# expected cleanup count); the fixtures are ours, see fixtures/conf/README.md
+FIXTURES = {
+    "integrity-check.xml": (0.005, "verify", 24000, 12 * 40, 12 * 80),
+    "split-read-write.xml": (0.008, "split", 16000, 3 * 20, 6 * 20),
+    "delay-stages.xml": (0.004, "rw", 8000, 8 * 30, 8 * 60),
+    "s3-five-stages.xml": (0.02, "mixed", 48000, 3 * 8, 3 * 16),
 }
 
 
-@pytest.mark.parametrize("name", sorted(SAMPLES))
-def test_cosbench_sample_runs_against_memserver(driver, memserver, tmp_path, name):
-    scale, n_prep, n_clean = SAMPLES[name]
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_fixture_workload_runs_against_memserver(driver, memserver, tmp_path, name):
+    scale, main_work, size, n_prep, n_clean = FIXTURES[name]
     src = CONF / name
     args = ["--time-scale", str(scale), "--quiet"]
-    if name == "s3-config-sample.xml":
-        # COSBench's s3 sample ships placeholders (<accesskey>, proxyhost=...), which a user
-        # edits before running it: the test does the same edit, nothing else.
+    if name == "s3-five-stages.xml":
+        # its storage config holds stand-in endpoint and keys, which a user edits before
+        # running it: the test makes the same edit, nothing else.
         text = src.read_text()
-        old = 'config="accesskey=<accesskey>;secretkey=<scretkey>;proxyhost=<proxyhost>;proxyport=<proxyport>"'
-        assert old in text
+        old = 'config="endpoint=http://127.0.0.1:9000;accesskey=EDIT-ACCESS-KEY;secretkey=EDIT-SECRET-KEY;path_style_access=true"'
+        assert text.count(old) == 1
         workload = tmp_path / name
         workload.write_text(text.replace(old, f'config="{memserver.storage_config()}"'))
     else:
-        # swift / amplistor samples: the storage is replaced on the command line, the file is untouched
+        # swift storage / placeholder endpoint: replaced on the command line, the file is untouched
         workload = src
         args += ["--storage-type", "s3", "--storage-config", memserver.storage_config()]
     out = tmp_path / "out"
     r = run(driver, workload, out, *args)
     assert r.returncode == 0, r.stderr
     rows = check_csv_against_log(out)
-    stages = {key[0].split("-", 2)[2]: row for key, row in rows.items()}
+    stages = {key[0].split("-", 2)[2] for key in rows}
     assert int(rows[next(k for k in rows if k[1] == "prepare-write")]["Op-Count"]) == n_prep
     assert int(rows[next(k for k in rows if k[1] == "cleanup-delete")]["Op-Count"]) == n_clean
     prep = rows[next(k for k in rows if k[1] == "prepare-write")]
-    assert int(prep["Byte-Count"]) == n_prep * 64000  # sizes=c(64)KB, decimal as in COSBench
+    assert int(prep["Byte-Count"]) == n_prep * size  # sizes=c(N)KB, decimal as in COSBench
     for key, row in rows.items():
         assert row["Succ-Ratio"] == "100%", (key, row)
         assert row["Status"] == "completed"
-    main_ops = {k[1] for k in rows if k[0].endswith("-main") or k[0].endswith("-c1p0")}
+    main_ops = {k[1] for k in rows if k[0].endswith("-main")}
     assert {"read", "write"} <= main_ops, main_ops
     assert "main" in stages
+    main_works = [w for st in summary(out)["stages"] if st["name"] == "main" for w in st["works"]]
+    assert [w["name"] for w in main_works] == [main_work]
+    for o in (o for o in op_log(out) if o["op_name"] == "write" and o["stage"] == "main"):
+        assert int(o["bytes"]) == size
     reads = [o for o in op_log(out) if o["op_name"] == "read"]
     assert reads and all(o["ok"] == "true" for o in reads)  # every read passed its checksum
+    if name == "split-read-write.xml":  # reads only from buckets 1-3, writes only to 4-6
+        by_op = {op: {o["container"] for o in op_log(out) if o["op_name"] == op and o["stage"] == "main"}
+                 for op in ("read", "write")}
+        assert by_op["read"] <= {f"mycontainers_{i}" for i in (1, 2, 3)}, by_op
+        assert by_op["write"] <= {f"mycontainers_{i}" for i in (4, 5, 6)}, by_op
     # cleanup and dispose left memserver empty
     st = memserver.stats()
     assert st["buckets"] == 0 and st["objects"] == 0, st
     # COSBench's other archive files
     names = sorted(p.name for p in out.iterdir())
     assert "workload-config.xml" in names and any(n.startswith("s3-") for n in names)
+    assert (out / "workload-config.xml").read_bytes() == workload.read_bytes()
     if name.startswith("delay"):
-        assert [s["name"] for s in summary(out)["stages"]].count("delay") == 2
+        assert [s["name"] for s in summary(out)["stages"]].count("pause") == 2
 
 
-def test_noop_sample_runs_on_mock_storage(driver, tmp_path):
-    """noop-config.xml names no storage: COSBench then uses its no-op storage, and so do we."""
+def test_no_storage_fixture_runs_on_noop_storage(driver, tmp_path):
+    """no-storage.xml names no storage: COSBench then uses its no-op storage, and so do we."""
     out = tmp_path / "out"
-    r = run(driver, CONF / "noop-config.xml", out, "--time-scale", "0.002", "--quiet")
+    r = run(driver, CONF / "no-storage.xml", out, "--time-scale", "0.002", "--quiet")
     assert r.returncode == 0, r.stderr
     rows = check_csv_against_log(out)
     assert all(s["storage"] in ("", "none") for st in summary(out)["stages"] for s in st["works"])
-    assert int(rows[("w1-s2-prepare", "prepare-write")]["Op-Count"]) == 32 * 50
+    assert int(rows[("w1-s2-prepare", "prepare-write")]["Op-Count"]) == 20 * 40
 
 
 def test_generated_workload_counts_are_exact(driver, memserver, tmp_path):
@@ -157,15 +168,18 @@ def test_corrupted_object_fails_the_run(driver, memserver, tmp_path):
 
 def test_unsupported_workload_refused_before_anything_runs(driver, memserver, tmp_path):
     before = memserver.stats()["requests"]
-    # COSBench's own workload-config.xml has a filewrite work
+    # our mock-storage fixture has a filewrite work; with or without the storage override
+    # only the filewrite is refused (mock storage and mock auth are accepted)
     out = tmp_path / "out"
     override = ["--storage-type", "s3", "--storage-config", memserver.storage_config()]
-    r = run(driver, CONF / "workload-config.xml", out, *override)
-    assert r.returncode == 2
-    want = 'workstage "main" › work "filewrite" › operation "filewrite": operation type filewrite not supported'
-    assert want in r.stderr
-    assert "nothing was run" in r.stderr
-    assert not out.exists()
+    want = 'workstage "bench" › work "upload-files" › operation "filewrite": operation type filewrite not supported'
+    for extra in (override, []):
+        r = run(driver, CONF / "mock-filewrite-refused.xml", out, *extra)
+        assert r.returncode == 2
+        assert want in r.stderr
+        assert "nothing was run" in r.stderr
+        assert "storage:" not in r.stderr and "auth:" not in r.stderr, r.stderr
+        assert not out.exists()
     # an attribute the driver cannot honour, named with its element path
     text = PREPARE.format(cfg=memserver.storage_config())
     text = text.replace('<work type="prepare" workers="2"', '<work type="prepare" workers="2" afr="x" colour="red"')
@@ -174,9 +188,10 @@ def test_unsupported_workload_refused_before_anything_runs(driver, memserver, tm
     assert r.returncode == 2
     assert 'workstage "prepare" › work "prepare": attribute afr="x" is not an integer' in r.stderr
     assert 'workstage "prepare" › work "prepare": attribute colour not supported' in r.stderr
-    # the swift sample without a storage override
-    r = run(driver, CONF / "hashcheck.xml", out)
+    # the swift + keystone fixture without a storage override
+    r = run(driver, CONF / "integrity-check.xml", out)
     assert r.returncode == 2 and 'storage: attribute type="swift" not supported' in r.stderr
+    assert 'auth: attribute type="keystone" not supported' in r.stderr
     assert not out.exists()
     assert memserver.stats()["requests"] == before == 0  # not one S3 request was sent
 
@@ -202,25 +217,35 @@ def test_ceiling_reports_rows(driver, tmp_path):
 
 
 def test_csv_header_fixtures_match_output(driver, tmp_path):
+    """The CSV headers are COSBench 0.4.2's column names (fixtures/csv/cosbench-0.4.2-columns.json)."""
+    cols = json.loads((TOOL / "fixtures" / "csv" / "cosbench-0.4.2-columns.json").read_text())
     out = tmp_path / "out"
-    assert run(driver, CONF / "noop-config.xml", out, "--time-scale", "0.001", "--quiet").returncode == 0
-    header = (out / "w1-demo.csv").read_text().splitlines()[0]
-    assert header == (TOOL / "fixtures" / "csv" / "workload-header.csv").read_text().strip()
+    assert run(driver, CONF / "no-storage.xml", out, "--time-scale", "0.001", "--quiet").returncode == 0
+    header = (out / "w1-nostore.csv").read_text().splitlines()[0]
+    assert header == ",".join(cols["workload_csv"])
+    # a stage file: each group name then one empty cell per further column; beneath, the op names
+    sc, ops = cols["stage_csv"], ["read", "write"]
+    top, sub = [sc["first_column"]], [""]
+    for m in sc["metrics"]:
+        top += [m] + [""] * (len(ops) - 1)
+        sub += ops
+    top += [sc["version_group"]] + [""] * (len(sc["version_columns"]) - 1)
+    sub += sc["version_columns"]
     stage = (out / "s3-main.csv").read_text().splitlines()[:2]
-    assert stage == (TOOL / "fixtures" / "csv" / "stage-header-read-write.csv").read_text().splitlines()
+    assert stage == [",".join(top), ",".join(sub)]
 
 
 def test_parse_reads_driver_output_and_old_cosbench_header(driver, tmp_path):
     from tools.cosbench import parse
 
     out = tmp_path / "out"
-    assert run(driver, CONF / "noop-config.xml", out, "--time-scale", "0.001", "--quiet").returncode == 0
-    rows = parse.workload_rows(out / "w1-demo.csv")
+    assert run(driver, CONF / "no-storage.xml", out, "--time-scale", "0.001", "--quiet").returncode == 0
+    rows = parse.workload_rows(out / "w1-nostore.csv")
     assert [r["op_name"] for r in rows] == ["init", "prepare-write", "read", "write", "cleanup-delete", "dispose"]
-    assert rows[1]["Op-Count"] == 1600 and rows[1]["Succ-Ratio"] == 1.0 and rows[1]["status"] == "completed"
+    assert rows[1]["Op-Count"] == 800 and rows[1]["Succ-Ratio"] == 1.0 and rows[1]["status"] == "completed"
     long = parse.tidy(out, stack="mock")
     prep = {r["metric"]: r for r in long if r["op_name"] == "prepare-write"}
-    assert prep["byte_count"]["value"] == 1600 * 64000 and prep["byte_count"]["unit"] == "B"
+    assert prep["byte_count"]["value"] == 800 * 32000 and prep["byte_count"]["unit"] == "B"
     assert prep["op_count"]["stack"] == "mock" and prep["op_count"]["tool_kind"] == "stand-in:cosbench-driver"
     # the older COSBench exporter (no Avg-ProcTime), N/A values, a stage without requests
     old = tmp_path / "old"
