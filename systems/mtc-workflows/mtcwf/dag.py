@@ -268,7 +268,8 @@ class Blast:
         r = self.root
         stage = [Task(f"stage_in:{f}", "stage_in", f"cp {q(str(self.inputs / 'db' / f))} {fs(f'{r}/db/{f}')}",
                       outputs=[f"{r}/db/{f}"], source=str(self.inputs / "db" / f)) for f in self.frags]
-        stage += [Task(f"stage_in:{x}", "stage_in", f"cp {q(str(self.inputs / 'queries' / x))} {fs(f'{r}/queries/{x}')}",
+        stage += [Task(f"stage_in:{x}", "stage_in",
+                       f"cp {q(str(self.inputs / 'queries' / x))} {fs(f'{r}/queries/{x}')}",
                        outputs=[f"{r}/queries/{x}"], source=str(self.inputs / "queries" / x)) for x in self.queries]
         yield Stage("stage_in", stage, dirs=[f"{r}/db", f"{r}/queries"])
         # formatdb (makeblastdb, what legacy_blast maps formatdb to); v4: no LMDB files

@@ -93,7 +93,8 @@ def run(args) -> int:
     kind_guess = "stand-in:local-processes" if args.launcher == "standin" else "stand-in:network-namespaces"
     rec = rawio.new_record(STUDY, f"workflow_{args.workflow}", params, args.rep, kind_guess, tool_versions())
     rec["primary_metric"] = "parallel_time"
-    rec["extra"] = {"launcher": args.launcher, "image": args.image, "placement": PLACEMENT[args.design], "scheduler_node": 1,
+    rec["extra"] = {"launcher": args.launcher, "image": args.image, "placement": PLACEMENT[args.design],
+                    "scheduler_node": 1,
                     "memfs_opts": memfs_opts, "network": network, "inputs": str(args.inputs),
                     "input_bytes": wf.manifest.get("input_bytes"), "stages": []}
     xfer_base = args.shared_tmp or os.path.dirname(os.path.abspath(args.raw))

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repro.testing import build_or_skip
 
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
@@ -43,13 +44,8 @@ def missing_prereq() -> str | None:
 
 @pytest.fixture(scope="session", autouse=True)
 def prereqs():
-    why = missing_prereq()
-    if why:
-        pytest.skip(why)
-    r = subprocess.run(["make", "-s", "-C", str(REPO / "systems" / "memfs"), "-j2", "all"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.fail("MemFS build failed:\n" + r.stdout[-2000:] + r.stderr[-2000:])
+    build_or_skip(missing_prereq(), ["make", "-s", "-C", str(REPO / "systems" / "memfs"), "-j2", "all"], "MemFS build",
+                  2000)
 
 
 @pytest.fixture(scope="session")
