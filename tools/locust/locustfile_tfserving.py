@@ -10,6 +10,8 @@ from common import BAD_EVERY, check_answer, check_kind, describe, loads, payload
     tensor
 from locust import FastHttpUser, constant, task
 
+import final_csv  # noqa: F401  (the CSVs get the final numbers at quit)
+
 MODEL = require_model(("resnet50", "wav2vec2", "wav2vec2_truncated"))
 FORM = os.environ.get("REPRO_TF_FORM", "instances")
 BODY = payloads.tfserving_request(*tensor(), form=FORM)

@@ -10,6 +10,8 @@ from common import BAD_EVERY, check_answer, check_kind, describe, loads, payload
     tensor
 from locust import FastHttpUser, constant, task
 
+import final_csv  # noqa: F401  (the CSVs get the final numbers at quit)
+
 MODEL = require_model(("resnet50", "wav2vec2", "wav2vec2_truncated"))
 BINARY = os.environ.get("REPRO_TRITON_BINARY", "1") != "0"
 BODY, HEADERS = payloads.triton_request(*tensor(), binary=BINARY)

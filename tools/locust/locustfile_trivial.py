@@ -4,6 +4,7 @@ Same user class, wait time and client as the protocol locustfiles, so its throug
 number of users and processes bounds what Locust itself can send here.
 """
 
+import final_csv  # noqa: F401  (the CSVs get the final numbers at quit)
 from locust import FastHttpUser, constant, task
 
 

@@ -34,7 +34,7 @@ def test_locust_through_servers_run_against_the_tfserving_standin(models, locust
           f"--env REPRO_IMAGE_SIZE={TINY['image_size']}"
     script = (f'{loc} --users 2 --run-time 6s --out {tmp_path}/ok --env REPRO_BAD_EVERY=4 '
               f'--system-kind "$REPRO_SYSTEM_KIND" --label server=$REPRO_SERVER_KIND --label weights=random-from-config'
-              f' && {loc} --users 1 --run-time 2s --out {tmp_path}/mislabelled --system-kind real && exit 3')
+              f' && {loc} --users 1 --run-time 3s --out {tmp_path}/mislabelled --system-kind real && exit 3')
     r = subprocess.run([sys.executable, "-m", "repro_inference.servers", "run", "tfserving-standin", "--models",
                         str(models), "--model", "resnet50", "--workdir", str(tmp_path / "w"), "--", "sh", "-c", script],
                        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=f"{SYSTEM / 'src'}:{ROOT}"))
