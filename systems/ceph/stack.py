@@ -126,7 +126,8 @@ class CephStack(Stack):
         p.add_argument("--pool-size", type=int, default=1, help="replicas per object (default 1)")
         p.add_argument("--public-network", help="CIDR of the nodes' network (required with several hosts)")
         dm.add_host_arguments(p, "the first runs mon, mgr, MDS and radosgw, each runs --osds OSDs")
-        p.add_argument("--health-timeout", type=float, default=180, help="seconds to wait for HEALTH_OK")
+        p.add_argument("--health-timeout", type=float, default=300,
+                       help="seconds to wait for radosgw, the MDS and HEALTH_OK each (default 300)")
 
     def __init__(self, state: Path, args: argparse.Namespace | None = None):
         super().__init__(state, args)
@@ -225,7 +226,7 @@ class CephStack(Stack):
         dm.require_port_free("rgw.a", a.rgw_port, mon_ip)
         rgw = self.start_daemon(hosts[0], "rgw.a", ["radosgw", *c, "-f", "-n", "client.rgw.a"])
         # first start creates the gateway's pools: wait until it serves HTTP
-        dm.wait_port(rgw, a.rgw_port, 120, mon_ip)
+        dm.wait_port(rgw, a.rgw_port, a.health_timeout, mon_ip)
 
         # an S3 user, keys stored in the state dir
         access, secret = "REPRO" + secrets.token_hex(8).upper(), secrets.token_hex(20)
@@ -240,7 +241,7 @@ class CephStack(Stack):
         # CephFS through ceph-fuse (client.fuse, allowed on the whole file system)
         self.run(["ceph", *c, "fs", "authorize", "cephfs", "client.fuse", "/", "rw",
              "-o", str(keys / "client.fuse.keyring")], "ceph fs authorize")
-        dm.wait_until("an active MDS", lambda: "up:active" in self.ceph("mds", "stat", timeout=20), 90,
+        dm.wait_until("an active MDS", lambda: "up:active" in self.ceph("mds", "stat", timeout=20), a.health_timeout,
                    self.daemon("mds.a"))
         if dm.mounted(mnt):
             raise StackError(f"fuse: {mnt} is already a mount point")
