@@ -23,8 +23,15 @@ def stack_cli(script: str, command: str, state: Path, *args: str, timeout: float
                           capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
-def up_ok(script: str, state: Path, *args: str, timeout: float = 300) -> dict:
-    res = stack_cli(script, "up", state, *args, timeout=timeout)
+def up_ok(script: str, state: Path, *args: str, timeout: float = 600) -> dict:
+    """`up` that must succeed; if it fails or overruns `timeout` (then it is SIGKILLed), `down` cleans up."""
+    try:
+        res = stack_cli(script, "up", state, *args, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stack_cli(script, "down", state)
+        raise
+    if res.returncode != 0:
+        stack_cli(script, "down", state)
     assert res.returncode == 0, f"{script} up failed:\n{res.stdout}\n{res.stderr}"
     return json.loads((state / "stack.json").read_text())
 

@@ -23,7 +23,8 @@ def ports():
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     state = tmp_path_factory.mktemp("ceph")
-    info = st.up_ok(SCRIPT, state, "--osds", "2", "--osd-size-gb", "4", *ports())
+    # one OSD: with two on 2 busy cores, PGs were seen stuck "laggy" (read leases) for minutes
+    info = st.up_ok(SCRIPT, state, "--osd-size-gb", "4", "--health-timeout", "150", *ports())
     yield state, info
     res = st.stack_cli(SCRIPT, "down", state)
     assert res.returncode == 0, res.stderr
@@ -33,12 +34,12 @@ def test_up_reports_running_versions_and_health(cluster):
     state, info = cluster
     assert info["system_kind"] == "real"
     assert info["versions"]["ceph-osd"].startswith("ceph version 16.2.")
-    assert info["versions"]["running"]["osd"] and sum(info["versions"]["running"]["osd"].values()) == 2
+    assert sum(info["versions"]["running"]["osd"].values()) == 1
     res = st.stack_cli(SCRIPT, "status", state)
     assert res.returncode == 0, res.stderr
     status = json.loads(res.stdout)
     assert status["health"].startswith("HEALTH_OK") and status["healthy"] is True
-    assert {"mon.a", "mgr.a", "osd.0", "osd.1", "mds.a", "rgw.a", "fuse"} <= set(status["live"])
+    assert {"mon.a", "mgr.a", "osd.0", "mds.a", "rgw.a", "fuse"} == set(status["live"])
     for name in status["live"]:
         assert (state / "log" / f"{name}.log").stat().st_size > 0, f"{name} has an empty log"
     # the S3 user's keys are stored in the state dir
@@ -64,10 +65,10 @@ def test_cephfs_files_read_back_and_live_in_rados(cluster):
 
 def test_killed_osd_makes_status_fail_and_down_leaves_nothing(cluster):
     state, info = cluster
-    st.kill_daemon(state, "osd.1")
+    st.kill_daemon(state, "osd.0")
     res = st.stack_cli(SCRIPT, "status", state)
     assert res.returncode != 0
-    assert "DEAD: osd.1" in res.stderr and "last lines of" in res.stderr and "osd.1.log" in res.stderr
+    assert "DEAD: osd.0" in res.stderr and "last lines of" in res.stderr and "osd.0.log" in res.stderr
     pids = st.recorded_pids(state)
     res = st.stack_cli(SCRIPT, "down", state)
     assert res.returncode == 0, res.stderr
