@@ -179,7 +179,7 @@ EXPORT {{
     Protocols = 3, 4;
     Transports = TCP;
     FSAL {{ Name = VFS; }}
-}}
+{io_size}}}
 LOG {{ Default_Log_Level = EVENT; }}
 """
 
@@ -238,7 +238,11 @@ def _port_open(ns: str, ip: str, port: int) -> bool:
 
 def up(state_dir: str | Path, nodes: int, rate_mbit: float, burst: str = "256k",
        max_read: int = 1 << 20, timeout_ms: int = 60000, owner_pid: int | None = None,
-       nfs_version: int = 3) -> dict:
+       nfs_version: int = 3, server_max_read: int | None = None) -> dict:
+    """Bring an instance up (see the module's docstring). server_max_read: the largest NFS READ the
+    server answers (ganesha's MaxRead/PrefRead, which libnfs takes as its read size; default:
+    ganesha's own, which libnfs caps at 1 MiB); below the FUSE request size, one FUSE read takes
+    several NFS READs (the tests use it)."""
     if os.geteuid() != 0:
         raise HomefsError("homefs needs root (network namespaces, tc, FUSE mounts)")
     if not NFSFUSE.exists():
@@ -301,7 +305,9 @@ def up(state_dir: str | Path, nodes: int, rate_mbit: float, burst: str = "256k",
         conf.write_text(GANESHA_CONF.format(server_ip=SERVER_IP, plugins=GANESHA_PLUGINS, nfs_port=NFS_PORT,
                                             mnt_port=MNT_PORT,
                                             recovery=state_dir / "recovery", export=state_dir / "export",
-                                            pseudo=PSEUDO))
+                                            pseudo=PSEUDO,
+                                            io_size="" if not server_max_read else
+                                            f"    MaxRead = {server_max_read};\n    PrefRead = {server_max_read};\n"))
         glog = state_dir / "log" / "ganesha.log"
         wrapper = state_dir / "server.sh"
         wrapper.write_text(SERVER_SH.format(conf=conf, log=glog, pid=state_dir / "ganesha.pid"))

@@ -11,7 +11,13 @@
  *   nfsfuse --server 10.77.0.1 --export /home --client-name node3 \
  *           [--max-read 1048576] [--timeout-ms 60000] [--attr-timeout 1]
  *           [--keepalive-path /.homefs-keepalive [--keepalive-s 10]]
- *           [--nfs-version 3|4] [--nfs-port 2049] [--mount-port 20048] MOUNTPOINT
+ *           [--nfs-version 3|4] [--nfs-port 2049] [--mount-port 20048] [--reconnect 3] MOUNTPOINT
+ *
+ * Reads return every byte asked for, or fewer only at the end of the file, or an error (EIO for
+ * transport failures): never the bytes read before an error, which FUSE would take as the end of
+ * the file (a silently truncated file). --reconnect N: how often libnfs reconnects after the
+ * server closed the connection before the call fails (libnfs' own default, -1 = for ever, left a
+ * reader hanging while nfsfuse spun at 100 % CPU once the server had died).
  *
  * NFSv3 (default): stateless; libnfs 4.0 documents its NFSv4 support as "not yet
  * functional", and it was seen to lose its open-owner sequence (NFS4ERR_BAD_SEQID).
@@ -53,11 +59,12 @@ static struct {
 	const char *keepalive_path;
 	int keepalive_s;
 	int version, nfsport, mountport;
+	int reconnect;
 	struct nfs_context *nfs;
 	pthread_mutex_t mu; /* libnfs' sync API is not thread safe: FUSE loop vs keepalive */
 	pthread_t ka_thr;
 	volatile int ka_stop;
-	uint64_t bytes, reads, keepalives, keepalive_errors;
+	uint64_t bytes, reads, read_errors, keepalives, keepalive_errors;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 #define LOCK() pthread_mutex_lock(&g.mu)
@@ -200,24 +207,62 @@ static int nf_open(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
+/*
+ * The errno a failed read returns to the reader. libnfs gives a negative errno: the NFS status
+ * mapped, or its own for RPC failures: -EFAULT (RPC error), -EINTR (timed out or cancelled, which
+ * readers would retry: Python does, PEP 475), -1 (the request could not even be queued). Those
+ * become -EIO, as does anything that is not an errno.
+ */
+static int read_errno(int rc)
+{
+	if (rc <= -4096 || rc >= -1 || rc == -EINTR || rc == -EAGAIN || rc == -EFAULT)
+		return -EIO;
+	return rc;
+}
+
+/*
+ * A read returns exactly `size` bytes or, at the end of the file, fewer; anything else is an
+ * error. FUSE takes a short count as the end of the file (the kernel then shrinks its idea of the
+ * file size), so a read that fails part-way must not return the bytes it has so far: the reader
+ * would see a silently truncated file. Likewise a read that gets no bytes before `size` checks
+ * with the server that this really is the end of the file.
+ */
 static int nf_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)path;
 	struct nfsfh *fh = (struct nfsfh *)(uintptr_t)fi->fh;
 	size_t done = 0;
+	int err = 0;
 	LOCK();
 	while (done < size) {
 		int rc = nfs_pread(g.nfs, fh, (uint64_t)off + done, size - done, buf + done);
 		if (rc < 0) {
-			UNLOCK();
-			fprintf(stderr, "nfsfuse %s: read: %s\n", g.client_name, strerror(-rc));
-			return done ? (int)done : rc;
+			fprintf(stderr, "nfsfuse %s: read of [%lld, %lld) failed after %zu bytes: %d (%s) %s\n",
+				g.client_name, (long long)off, (long long)off + (long long)size, done, rc,
+				strerror(-rc), nfs_get_error(g.nfs));
+			err = read_errno(rc);
+			break;
 		}
-		if (rc == 0)
-			break; /* end of file */
+		if (rc == 0) { /* the server has no more bytes here: the end of the file? */
+			struct nfs_stat_64 n;
+			int src = nfs_fstat64(g.nfs, fh, &n);
+			if (src < 0) {
+				err = read_errno(src);
+			} else if ((uint64_t)off + done < n.nfs_size) {
+				fprintf(stderr, "nfsfuse %s: read at %lld returned no bytes before the end of the file "
+					"(%llu bytes)\n", g.client_name, (long long)off + (long long)done,
+					(unsigned long long)n.nfs_size);
+				err = -EIO;
+			}
+			break;
+		}
 		done += (size_t)rc;
 	}
 	UNLOCK();
+	if (err) {
+		g.read_errors++;
+		return err;
+	}
 	g.bytes += done;
 	g.reads++;
 	return (int)done;
@@ -251,8 +296,9 @@ static void nf_destroy(void *p)
 		g.ka_stop = 1;
 		pthread_join(g.ka_thr, NULL);
 	}
-	fprintf(stderr, "nfsfuse %s: %llu bytes in %llu reads, %llu keepalives (%llu failed)\n", g.client_name,
-		(unsigned long long)g.bytes, (unsigned long long)g.reads, (unsigned long long)g.keepalives,
+	fprintf(stderr, "nfsfuse %s: %llu bytes in %llu reads, %llu failed reads, %llu keepalives (%llu failed)\n",
+		g.client_name, (unsigned long long)g.bytes, (unsigned long long)g.reads,
+		(unsigned long long)g.read_errors, (unsigned long long)g.keepalives,
 		(unsigned long long)g.keepalive_errors);
 }
 
@@ -273,7 +319,7 @@ static void usage(const char *argv0)
 	fprintf(stderr,
 		"usage: %s --server HOST --export PATH --client-name NAME [--max-read BYTES]\n"
 		"          [--timeout-ms MS] [--attr-timeout S] [--keepalive-path /FILE [--keepalive-s S]]\n"
-		"          [--nfs-version 3|4] [--nfs-port 2049] [--mount-port 20048] MOUNTPOINT\n",
+		"          [--nfs-version 3|4] [--nfs-port 2049] [--mount-port 20048] [--reconnect N] MOUNTPOINT\n",
 		argv0);
 }
 
@@ -288,6 +334,7 @@ int main(int argc, char **argv)
 	g.version = 3;
 	g.nfsport = 2049;
 	g.mountport = 20048;
+	g.reconnect = 3;
 	static const struct option lo[] = {
 		{"server", required_argument, 0, 's'},
 		{"export", required_argument, 0, 'e'},
@@ -300,6 +347,7 @@ int main(int argc, char **argv)
 		{"nfs-version", required_argument, 0, 'V'},
 		{"nfs-port", required_argument, 0, 'P'},
 		{"mount-port", required_argument, 0, 'M'},
+		{"reconnect", required_argument, 0, 'R'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -317,6 +365,7 @@ int main(int argc, char **argv)
 		case 'V': g.version = atoi(optarg); break;
 		case 'P': g.nfsport = atoi(optarg); break;
 		case 'M': g.mountport = atoi(optarg); break;
+		case 'R': g.reconnect = atoi(optarg); break;
 		case 'h': usage(argv[0]); return 0;
 		default: usage(argv[0]); return 2;
 		}
@@ -333,6 +382,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	nfs_set_timeout(g.nfs, g.timeout_ms);
+	nfs_set_autoreconnect(g.nfs, g.reconnect);
 	nfs_set_uid(g.nfs, 0);
 	nfs_set_gid(g.nfs, 0);
 	if (g.version == 4) {
@@ -360,6 +410,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	fprintf(stderr, "nfsfuse %s: mounted %s:%s (NFSv%d), server read size %llu, reconnect %d\n", g.client_name,
+		g.server, g.export, g.version, (unsigned long long)nfs_get_readmax(g.nfs), g.reconnect);
 	char opts[512];
 	snprintf(opts, sizeof(opts), "ro,fsname=nfsfuse:%s:%s,subtype=nfsfuse,max_read=%zu", g.server, g.export,
 		 g.max_read);

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -134,5 +137,65 @@ def test_an_idle_client_keeps_its_nfs_lease(homefs_ready, tmp_path):
         time.sleep(75)
         Path(st["export"], "b").write_bytes(b"y" * 1000)
         assert (mnt / "b").read_bytes() == b"y" * 1000
+    finally:
+        homefs.down(tmp_path / "h")
+
+
+def _ganesha_pid(st: dict) -> int:
+    return int(Path(st["state_dir"], "ganesha.pid").read_text())
+
+
+def test_a_read_that_fails_part_way_fails_with_eio_not_a_short_file(homefs_ready, tmp_path):
+    """A read through the mount either returns every byte or fails with EIO; it never ends early.
+    FUSE takes a short count as the end of the file, so nfsfuse returns a short count only at the
+    real end of the file, never the bytes it had before an error. The server answers NFS READs of at
+    most 16 KiB, so each FUSE request takes several (libnfs splits it). A normal read returns every
+    byte; when the server dies during a large read, the reader gets EIO within seconds (the client
+    gives up after a few reconnects) -- before, it hung for good while nfsfuse spun in reconnects."""
+    homefs = homefs_ready
+    st = homefs.up(tmp_path / "h", nodes=1, rate_mbit=80, server_max_read=16384, timeout_ms=5000)  # 10 MB/s
+    try:
+        mnt = Path(st["mnt_template"].format(node=1))
+        small = os.urandom(3 * 1024 * 1024 + 12345)  # not a multiple of a page or of an NFS READ
+        Path(st["export"], "small.bin").write_bytes(small)
+        big_size = 60_000_000  # >= 6 s at 10 MB/s
+        Path(st["export"], "big.bin").write_bytes(os.urandom(big_size))
+
+        # a normal read: every byte, in 1 MiB and in odd-sized reads
+        assert _read_rate(mnt / "small.bin")[1] == hashlib.sha256(small).hexdigest()
+        with open(mnt / "small.bin", "rb", buffering=0) as fh:
+            got = b"".join(iter(lambda: fh.read(99_999), b""))
+        assert got == small
+
+        # the server dies while a large read is in progress
+        progress = {"n": 0}
+
+        def reader():
+            try:
+                with open(mnt / "big.bin", "rb", buffering=0) as fh:
+                    while True:
+                        b = fh.read(1 << 20)
+                        if not b:
+                            break
+                        progress["n"] += len(b)
+                progress["result"] = "eof"
+            except OSError as exc:
+                progress["result"] = exc
+
+        th = threading.Thread(target=reader, daemon=True)
+        th.start()
+        t_end = time.monotonic() + 60
+        while progress["n"] < 4_000_000 and "result" not in progress and time.monotonic() < t_end:
+            time.sleep(0.01)
+        assert "result" not in progress, f"the read ended before the server was stopped: {progress}"
+        os.kill(_ganesha_pid(st), signal.SIGKILL)
+        th.join(60)
+        assert not th.is_alive(), "the reader still hangs 60 s after the server died"
+        log = Path(st["state_dir"], "log", "nfsfuse-node1.log").read_text()
+        assert isinstance(progress["result"], OSError), (
+            f"the read ended without an error after {progress['n']} of {big_size} bytes\n{log}")
+        assert progress["result"].errno == errno.EIO, progress["result"]
+        assert 4_000_000 <= progress["n"] < big_size
+        assert "failed after" in log, log
     finally:
         homefs.down(tmp_path / "h")
