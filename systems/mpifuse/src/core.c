@@ -1694,6 +1694,7 @@ static int bcast_read(mfs_t *m, struct fentry *e, char *buf, size_t size, uint64
 	uint64_t need = off + size;
 	pthread_mutex_lock(&e->mu);
 	if (need > e->demand) { /* on demand: this request lets the stream move on */
+		SADD(m, bcast_demand_bytes, need - e->demand);
 		e->demand = need;
 		if (m->o.bcast_on_demand)
 			pthread_cond_broadcast(&e->dcv);

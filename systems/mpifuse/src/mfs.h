@@ -59,6 +59,7 @@ struct mfs_stats {
 	_Atomic uint64_t meta_ns;
 	_Atomic uint64_t bcast_calls, bcast_bytes, bcast_ns;
 	_Atomic uint64_t bcast_sync_calls, bcast_sync_ns, bcast_demand_wait_ns;
+	_Atomic uint64_t bcast_demand_bytes; /* sum over files of the furthest byte asked for */
 	_Atomic uint64_t cache_hits, cache_misses, cache_evictions;
 	_Atomic uint64_t files_created, files_freed;
 	_Atomic uint64_t reset_ns;

@@ -325,6 +325,7 @@ int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
 	U("bcast_sync_calls", bcast_sync_calls);
 	T("bcast_sync_time_s", bcast_sync_ns);
 	T("bcast_demand_wait_time_s", bcast_demand_wait_ns);
+	U("bcast_demand_bytes", bcast_demand_bytes);
 	U("cache_hits", cache_hits);
 	U("cache_misses", cache_misses);
 	U("cache_evictions", cache_evictions);
