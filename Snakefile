@@ -23,6 +23,8 @@ include: "workflow/studies/tco/rules.smk"
 include: "workflow/studies/cloudcost/rules.smk"
 include: "workflow/studies/mpifuse/rules.smk"
 include: "workflow/studies/memfs/rules.smk"
+include: "workflow/studies/storage/rules.smk"
+include: "workflow/studies/serverless/rules.smk"
 include: "workflow/rules/containers.smk"
 include: "workflow/rules/report.smk"
 

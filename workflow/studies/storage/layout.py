@@ -1,0 +1,98 @@
+"""The storage study's parameter space and raw-file paths (paper 002, Sec. 4).
+
+Every configuration of a stack run is one raw file
+
+    results/storage/raw/stack~<stack>/benchmark~<cosbench|mdtest>/size~<Z>/workers~<W>/rep~<i>.json
+
+(COSBench: object size and workers of the main stage; mdtest: -w/-e bytes and MPI tasks), and the
+limits measured in the same run are
+
+    results/storage/raw/limit~<fio|ceiling>/rep~<i>.json
+
+One job runs one stack x benchmark x repeat: the stack comes up once, every configuration of that
+benchmark runs against it, the stack goes down. Everything takes the study's config section.
+"""
+
+from __future__ import annotations
+
+from repro import paramspace
+
+STUDY = "storage"
+RAW_DIR = "results/storage/raw"
+DIMS = ("stack", "benchmark", "size", "workers")
+STACKS = ("ceph", "lustre-minio", "juicefs")
+BENCHMARKS = ("cosbench", "mdtest")
+LIMITS = ("fio", "ceiling")
+LABELS = {"ceph": "Ceph", "lustre-minio": "Lustre+MinIO", "juicefs": "JuiceFS+MinIO"}
+
+# what runs where the paper's system cannot (locally) -- the label of every row
+STAND_IN_LUSTRE_MINIO = "stand-in:minio-on-posix-dir (for Lustre+MinIO)"
+STAND_IN_LUSTRE_DIR = "stand-in:posix-dir (for Lustre)"
+
+
+def mdtest_size(cfg: dict) -> str:
+    return f"{cfg['mdtest']['write_bytes']}B"
+
+
+def configurations(cfg: dict, stack: str, benchmark: str) -> list[dict]:
+    """The (size, workers) configurations one job of `stack` x `benchmark` runs."""
+    if benchmark == "cosbench":
+        c = cfg["cosbench"]
+        return [{"size": s, "workers": w} for s in c["sizes"] for w in c["workers"]]
+    if benchmark == "mdtest":
+        return [{"size": mdtest_size(cfg), "workers": t} for t in cfg["mdtest"]["tasks"]]
+    raise ValueError(f"unknown benchmark {benchmark!r}")
+
+
+def raw_path(stack: str, benchmark: str, size: str, workers, rep, raw_dir: str = RAW_DIR) -> str:
+    p = paramspace.param_path({"stack": stack, "benchmark": benchmark, "size": size, "workers": workers})
+    return f"{raw_dir}/{p}/rep~{rep}.json"
+
+
+def limit_path(limit: str, rep, raw_dir: str = RAW_DIR) -> str:
+    return f"{raw_dir}/limit~{limit}/rep~{rep}.json"
+
+
+def tool_dir(raw: str) -> str:
+    """The raw tool output (COSBench CSVs, mdtest summary, fio JSON) kept beside a raw record."""
+    assert raw.endswith(".json")
+    return raw[: -len(".json")] + ".out"
+
+
+def jobs(cfg: dict) -> list[dict]:
+    """Every stack-run job: stack x benchmark x rep."""
+    return paramspace.expand({"stack": cfg["stacks"], "benchmark": list(BENCHMARKS),
+                              "rep": list(range(cfg["repeats"]))})
+
+
+def job_outputs(cfg: dict, stack: str, benchmark: str, rep, raw_dir: str = RAW_DIR) -> list[str]:
+    return [raw_path(stack, benchmark, c["size"], c["workers"], rep, raw_dir)
+            for c in configurations(cfg, stack, benchmark)]
+
+
+def expected_raw(cfg: dict, raw_dir: str = RAW_DIR) -> list[str]:
+    out = [p for j in jobs(cfg) for p in job_outputs(cfg, j["stack"], j["benchmark"], j["rep"], raw_dir)]
+    out += [limit_path(lim, r, raw_dir) for r in range(cfg["repeats"]) for lim in LIMITS]
+    return out
+
+
+def system_kind(cfg: dict, stack: str, benchmark: str) -> str:
+    """real, or the stand-in that ran: MinIO on a POSIX directory (object side) and the POSIX
+    directory itself (metadata side) stand in for Lustre where no Lustre directory is configured."""
+    if stack == "lustre-minio" and not cfg["paths"].get("lustre_dir"):
+        return STAND_IN_LUSTRE_MINIO if benchmark == "cosbench" else STAND_IN_LUSTRE_DIR
+    return "real"
+
+
+def system_kind_of_path(cfg: dict):
+    def of(path: str) -> str:
+        p = paramspace.parse_path(path)
+        if "stack" in p:
+            return system_kind(cfg, p["stack"], p["benchmark"])
+        return "real" if p.get("limit") == "fio" else "stand-in:memserver"
+    return of
+
+
+def experiment_of(path: str) -> str:
+    p = paramspace.parse_path(path)
+    return p.get("benchmark") or f"limit-{p.get('limit')}"

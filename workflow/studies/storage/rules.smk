@@ -1,0 +1,199 @@
+# Paper 002 (storage): the rules. The study's declaration (paths, report entry, helpers) is
+# study.smk; the Snakefile includes this file, which includes it.
+
+
+include: "study.smk"
+
+
+rule storage_build_driver:
+    output:
+        "tools/cosbench/build/cosbench-driver",
+    log:
+        "results/storage/log/build_driver.log",
+    shell:
+        "make -C tools/cosbench > {log} 2>&1"
+
+
+rule storage_build_mdbench:
+    output:
+        "tools/mdtest/build/mdbench",
+    log:
+        "results/storage/log/build_mdbench.log",
+    shell:
+        "({MPI_ENV}; make -C tools/mdtest) > {log} 2>&1"
+
+
+# one rule per benchmark: the outputs of a job are every (size, workers) of that benchmark
+for _st_bench in st_layout.BENCHMARKS:
+
+    rule:
+        name:
+            f"storage_{_st_bench}_run"
+        input:
+            st_system_inputs,
+            code=study_code("storage", "run", "layout"),
+        output:
+            [
+                p.replace("/stack~STACK/", "/stack~{stack}/").replace("/rep~REP.", "/rep~{rep}.")
+                for p in st_layout.job_outputs(ST, "STACK", _st_bench, "REP")
+            ],
+        log:
+            f"results/storage/log/run/stack~{{stack}}/benchmark~{_st_bench}/rep~{{rep}}.log",
+        benchmark:
+            st_bench(f"storage_{_st_bench}_run", stack="{stack}", rep="{rep}")
+        wildcard_constraints:
+            stack="|".join(st_layout.STACKS),
+            rep=r"[0-9]+",
+        resources:
+            **n_plus_1_resources(ST_NODES, runtime=ST["runtime_minutes"]),
+        params:
+            bench=_st_bench,
+            exec=lambda wc: system_exec(ST_IMAGES[wc.stack]),
+            cfg=lambda wc: study_json("storage"),
+            mpi_env=MPI_ENV,
+            launcher_kind=LAUNCHER,
+        shell:
+            "({params.mpi_env}; {params.exec} python3 -m studies.storage.run stack --config {params.cfg}"
+            " --stack {wildcards.stack} --benchmark {params.bench} --rep {wildcards.rep}"
+            " --launcher {params.launcher_kind}) > {log} 2>&1"
+
+
+rule storage_limit_run:
+    """The limits, same run: fio on the directory the stacks sit on; the driver's own ceiling."""
+    input:
+        ["tools/cosbench/build/cosbench-driver"] if ST_LOCAL_BUILD else system_image_input("minio"),
+        code=study_code("storage", "run", "layout"),
+    output:
+        f"{st_layout.RAW_DIR}/limit~{{limit}}/rep~{{rep}}.json",
+    log:
+        "results/storage/log/run/limit~{limit}/rep~{rep}.log",
+    benchmark:
+        st_bench("storage_limit_run", limit="{limit}", rep="{rep}")
+    wildcard_constraints:
+        limit="|".join(st_layout.LIMITS),
+        rep=r"[0-9]+",
+    resources:
+        **n_plus_1_resources(ST_NODES),
+    params:
+        exec=system_exec("minio"),
+        cfg=lambda wc: study_json("storage"),
+    shell:
+        "({params.exec} python3 -m studies.storage.run limit --config {params.cfg}"
+        " --limit {wildcards.limit} --rep {wildcards.rep}) > {log} 2>&1"
+
+
+rule storage_aggregate:
+    input:
+        analysis_image_input(),
+        st_raw_inputs,
+        code=study_code("storage", "aggregate", "layout"),
+    output:
+        measurements=ST_OUT["measurements"],
+        summary=ST_OUT["summary"],
+        limits=ST_OUT["limits"],
+    log:
+        "results/storage/log/aggregate.log",
+    benchmark:
+        bench_log("storage", "storage_aggregate")
+    container:
+        ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        cfg=lambda wc: study_json("storage"),
+    shell:
+        "python3 -m studies.storage.aggregate --config {params.cfg} --measurements {output.measurements}"
+        " --summary {output.summary} --limits {output.limits} > {log} 2>&1"
+
+
+rule storage_figure:
+    """Figures 4, 5, 6 (figures/{name}.png) and the data each draws (tables/{name}.csv)."""
+    input:
+        analysis_image_input(),
+        code=f"{ST_DIR}/{{name}}.py",
+        lib=study_code("storage", "analysis", "layout"),
+        measurements=ST_OUT["measurements"],
+        published=ST_PUBLISHED,
+    output:
+        table="results/storage/tables/{name}.csv",
+        figure="results/storage/figures/{name}.png",
+    log:
+        "results/storage/log/{name}.log",
+    benchmark:
+        bench_log("storage", "storage_{name}")
+    wildcard_constraints:
+        name="|".join(ST_FIGURES),
+    container:
+        ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        cfg=lambda wc: study_json("storage"),
+    shell:
+        "python3 -m studies.storage.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
+        " --published {input.published} --table {output.table} --out {output.figure} > {log} 2>&1"
+
+
+rule storage_table:
+    """Table 5 (tables/{name}.csv), the published statement beside."""
+    input:
+        analysis_image_input(),
+        code=f"{ST_DIR}/{{name}}.py",
+        lib=study_code("storage", "analysis", "layout"),
+        measurements=ST_OUT["measurements"],
+        published=ST_PUBLISHED,
+    output:
+        "results/storage/tables/{name}.csv",
+    log:
+        "results/storage/log/{name}.log",
+    benchmark:
+        bench_log("storage", "storage_{name}")
+    wildcard_constraints:
+        name="|".join(ST_TABLES),
+    container:
+        ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        cfg=lambda wc: study_json("storage"),
+    shell:
+        "python3 -m studies.storage.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
+        " --published {input.published} --out {output} > {log} 2>&1"
+
+
+rule storage_claims:
+    input:
+        analysis_image_input(),
+        code=study_code("storage", "claims", "analysis", "layout"),
+        measurements=ST_OUT["measurements"],
+        limits=ST_OUT["limits"],
+        published=ST_PUBLISHED,
+    output:
+        ST_OUT["claims"],
+    log:
+        "results/storage/log/claims.log",
+    benchmark:
+        bench_log("storage", "storage_claims")
+    container:
+        ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        cfg=lambda wc: study_json("storage"),
+    shell:
+        "python3 -m studies.storage.claims --config {params.cfg} --measurements {input.measurements}"
+        " --limits {input.limits} --published {input.published} --out {output} > {log} 2>&1"
+
+
+rule storage_kick:
+    input:
+        ST_KICK,
+
+
+rule storage:
+    input:
+        ST_OUT["claims"],
+        ST_OUT["limits"],
+        ST_OUT["summary"],
+        [ST_OUT[n] for n in ST_FIGURES],
+        [ST_OUT[f"{n}_table"] for n in ST_TABLES],

@@ -1,0 +1,370 @@
+"""One storage job (paper 002, Sec. 4): a stack run or a limit, writing the raw files of layout.py.
+
+    python3 -m studies.storage.run stack --config CFG --stack ceph --benchmark cosbench --rep 0
+    python3 -m studies.storage.run limit --config CFG --limit fio --rep 0
+
+stack: brings the stack up with its own `systems/<x>/stack.py up` (state and data under
+paths.work_dir), runs every configuration of the benchmark against it -- COSBench workloads from
+tools/cosbench/gen.py through cosbench-driver (its CSVs parsed by tools/cosbench/parse.py), or
+mdtest / mdbench -n FILES -w 3901 -e 3901 on the stack's file side -- and ALWAYS brings it down
+(try/finally, also on SIGTERM/SIGINT). A configuration whose run fails (exit status, a failed or
+unverified request, a dead daemon) gets a failure record naming why (with the stack's log tail);
+the job then exits 1. lustre-minio's file side is the Lustre directory itself (paths.lustre_dir;
+locally a POSIX directory, the stand-in), so its mdtest job starts no daemon.
+
+limit: fio on the directory the stacks sit on (tools/fio), or the COSBench driver's own ceiling
+against its in-memory S3 endpoint (cosbench-driver ceiling).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from repro import cli, provenance, rawio
+from studies.storage import layout
+from tools.cosbench import gen as cosgen
+from tools.cosbench import parse as cosparse
+from tools.mdtest.parser import parse_mdtest
+
+REPO = Path(__file__).resolve().parents[3]
+DRIVER = REPO / "tools" / "cosbench" / "build" / "cosbench-driver"
+MDBENCH = REPO / "tools" / "mdtest" / "build" / "mdbench"
+STACK_SCRIPT = {"ceph": "ceph", "lustre-minio": "minio", "juicefs": "juicefs"}
+MDTEST_OPS = ("create", "stat", "open", "remove")
+
+
+def say(msg: str) -> None:
+    print(f"[storage {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds through the finally that brings the stack down
+
+
+# ---------------------------------------------------------------------------------------------
+# the stack
+# ---------------------------------------------------------------------------------------------
+def free_port() -> int:
+    from systems.storage_common.daemons import free_port as fp
+
+    return fp()
+
+
+def system_hosts(launcher: str) -> list[str] | None:
+    """On Slurm: the allocation's nodes after the first (the driver); locally None (one host)."""
+    if launcher != "slurm" or not os.environ.get("SLURM_JOB_NODELIST"):
+        return None
+    out = subprocess.run(["scontrol", "show", "hostnames", os.environ["SLURM_JOB_NODELIST"]],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return out[1:] or out
+
+
+def stack_args(cfg: dict, stack: str, state: Path, hosts: list[str] | None) -> list[str]:
+    work = Path(cfg["paths"]["work_dir"])
+    args: list[str] = []
+    if stack == "ceph":
+        c = cfg["ceph"]
+        args += ["--osds", str(c["osds"]), "--osd-size-gb", str(c["osd_size_gb"]), "--objectstore",
+                 c["objectstore"], "--pool-size", str(c["pool_size"]), "--rgw-port", str(free_port()),
+                 "--mon-port", str(free_port()), "--mount", str(state / "mnt")]
+        if c.get("public_network"):
+            args += ["--public-network", c["public_network"]]
+    elif stack == "lustre-minio":
+        data = Path(cfg["paths"]["lustre_dir"]) / "s3" if cfg["paths"].get("lustre_dir") else work / "lustre-standin-s3"
+        if data.exists():
+            shutil.rmtree(data)
+        data.mkdir(parents=True)
+        args += ["--data", str(data), "--port", str(free_port())]
+    elif stack == "juicefs":
+        args += ["--redis-port", str(free_port()), "--minio-port", str(free_port()),
+                 "--gateway-port", str(free_port()), "--mount", str(state / "mnt")]
+    if hosts and len(hosts) > 1:
+        args += ["--hosts", ",".join(hosts)]
+    return args
+
+
+def stack_cmd(stack: str, command: str, state: Path, *args: str) -> list[str]:
+    return [sys.executable, str(REPO / "systems" / STACK_SCRIPT[stack] / "stack.py"), command,
+            "--state", str(state), *args]
+
+
+def stack_status(stack: str, state: Path) -> str | None:
+    """None while healthy, else what `status` says (the dead daemon and its log tail)."""
+    r = subprocess.run(stack_cmd(stack, "status", state), capture_output=True, text=True, timeout=120)
+    return None if r.returncode == 0 else (r.stderr or r.stdout)[-4000:]
+
+
+# ---------------------------------------------------------------------------------------------
+# the benchmarks
+# ---------------------------------------------------------------------------------------------
+def run_cosbench(cfg: dict, stack: str, info: dict, size: str, workers: int, outdir: Path) -> tuple[list, dict]:
+    c = cfg["cosbench"]
+    creds = info["credentials"]
+    matrix = {"prefix": "p002", "containers": c["containers"], "objects": c["objects"],
+              "runtime": c["runtime"], "interval": c["interval"],
+              "stacks": {stack: {"endpoint": creds["endpoint"], "accesskey": creds["access_key"],
+                                 "secretkey": creds["secret_key"]}},
+              "sizes": [size], "workers": [workers], "mixes": [c["mix"]]}
+    name, xml = cosgen.expand(matrix)[0]
+    if outdir.exists():
+        shutil.rmtree(outdir)
+    outdir.mkdir(parents=True)
+    (outdir / name).write_text(xml)
+    cmd = [str(DRIVER), "run", str(outdir / name), "--out", str(outdir), "--no-oplog", "--quiet"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=c["timeout_s"])
+    (outdir / "driver.log").write_text(r.stdout + r.stderr)
+    if r.returncode != 0:
+        raise RuntimeError(f"cosbench-driver exit {r.returncode}: {(r.stderr or r.stdout)[-2000:]}")
+    metrics = cosbench_metrics(outdir)
+    return metrics, {"workload": name, "exit": r.returncode}
+
+
+def cosbench_metrics(outdir: Path) -> list[dict]:
+    """The main stage's COSBench CSV row per operation, plus the stage totals (op all):
+    throughput and bandwidth summed, Avg-ResTime weighted by Op-Count."""
+    rows = [r for r in cosparse.workload_rows(cosparse.find_workload_csv(outdir))
+            if r["stage"].endswith("-main") and r["op_name"] != "N/A"]
+    if not rows:
+        raise RuntimeError(f"{outdir}: no main-stage rows in the COSBench CSV")
+    out = []
+    for r in rows:
+        if r.get("Succ-Ratio") is not None and r["Succ-Ratio"] < 1.0:
+            raise RuntimeError(f"{outdir}: {r['op_type']} Succ-Ratio {r['Succ-Ratio']}")
+        for col, (metric, unit) in cosparse.METRICS.items():
+            if r.get(col) is not None:
+                out.append(rawio.metric(metric, r[col], unit, op=r["op_type"]))
+    ops = sum(r["Op-Count"] or 0 for r in rows)
+    if ops == 0:
+        raise RuntimeError(f"{outdir}: no operation completed in the main stage")
+    out.append(rawio.metric("throughput", sum(r["Throughput"] or 0 for r in rows), "op/s", op="all"))
+    out.append(rawio.metric("bandwidth", sum(r["Bandwidth"] or 0 for r in rows), "B/s", op="all"))
+    out.append(rawio.metric("op_count", ops, "ops", op="all"))
+    out.append(rawio.metric("avg_res_time", sum((r["Op-Count"] or 0) * (r["Avg-ResTime"] or 0) for r in rows) / ops,
+                            "ms", op="all"))
+    return out
+
+
+def mdtest_tool(cfg: dict) -> tuple[str, str]:
+    want = cfg["mdtest"]["tool"]
+    real = shutil.which("mdtest")
+    if want in ("auto", "mdtest") and real:
+        return real, "mdtest"
+    if want == "mdtest":
+        raise SystemExit("storage.mdtest.tool = mdtest but mdtest is not on PATH")
+    if not os.access(MDBENCH, os.X_OK):
+        raise SystemExit(f"{MDBENCH} missing: make -C tools/mdtest")
+    return str(MDBENCH), "mdbench"
+
+
+def mpi_prefix(launcher: str, tasks: int) -> list[str]:
+    if launcher == "slurm":
+        return ["srun", "--overlap", "--mpi=pmix", f"--ntasks={tasks}"]
+    return ["mpirun", "--oversubscribe", "--bind-to", "none", "-n", str(tasks)]
+
+
+def run_mdtest(cfg: dict, directory: Path, tasks: int, outdir: Path, launcher: str) -> tuple[list, dict]:
+    m = cfg["mdtest"]
+    tool, kind = mdtest_tool(cfg)
+    files_only = m["files_only"] or kind == "mdbench"
+    if outdir.exists():
+        shutil.rmtree(outdir)
+    outdir.mkdir(parents=True)
+    testdir = directory / f"mdtest-{os.getpid()}-{tasks}"
+    testdir.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [*mpi_prefix(launcher, tasks), tool, "-n", str(m["files"]), "-w", str(m["write_bytes"]),
+           "-e", str(m["read_bytes"]), "-i", str(m["iterations"]), "-u", "-d", str(testdir)]
+    if files_only:
+        cmd.append("-F")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=m["timeout_s"])
+    (outdir / "mdtest.txt").write_text(f"$ {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    shutil.rmtree(testdir, ignore_errors=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{kind} exit {r.returncode}: {(r.stderr or r.stdout)[-2000:]}")
+    parsed = parse_mdtest(r.stdout)
+    missing = [op for op in MDTEST_OPS if op not in parsed["rates"]]
+    if missing:
+        raise RuntimeError(f"{kind}: no rate for {missing}")
+    out = []
+    for op, st in parsed["rates"].items():
+        out.append(rawio.metric("rate", st["mean"], "op/s", op=op))
+        out.append(rawio.metric("rate_max", st["max"], "op/s", op=op))
+        out.append(rawio.metric("rate_min", st["min"], "op/s", op=op))
+    return out, {"tool": kind, "command": " ".join(cmd), "files_only": files_only, "tasks": parsed["tasks"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# jobs
+# ---------------------------------------------------------------------------------------------
+def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str) -> int:
+    confs = layout.configurations(cfg, stack, benchmark)
+    kind = layout.system_kind(cfg, stack, benchmark)
+    work = Path(cfg["paths"]["work_dir"])
+    state = work / f"{stack}-{benchmark}-rep{rep}-{os.getpid()}"
+    needs_daemons = not (stack == "lustre-minio" and benchmark == "mdtest")
+    versions = {"cosbench-driver": "cosbench-driver 1.0"} if benchmark == "cosbench" else {}
+    params_of = {c["size"] + str(c["workers"]): c for c in confs}
+    raws = {k: layout.raw_path(stack, benchmark, c["size"], c["workers"], rep) for k, c in params_of.items()}
+
+    def record(c):
+        return rawio.new_record(layout.STUDY, benchmark, {"stack": stack, "benchmark": benchmark, "size": c["size"],
+                                                          "workers": c["workers"], "nodes": cfg["nodes"][0]},
+                                rep, kind, versions)
+
+    def fail_all(keys, why):
+        for k in keys:
+            rec = record(params_of[k])
+            rec["extra"] = {"state": str(state)}
+            rawio.write_failure(raws[k], rec, why)
+            say(f"FAILED {raws[k]}: {why.splitlines()[0] if why else ''}")
+
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+    info: dict = {}
+    failed = 0
+    todo = list(params_of)
+    try:
+        if needs_daemons:
+            state.mkdir(parents=True, exist_ok=True)
+            args = stack_args(cfg, stack, state, system_hosts(launcher))
+            say(f"{stack}: up ({' '.join(args)})")
+            t0 = time.monotonic()
+            r = subprocess.run(stack_cmd(stack, "up", state, *args), capture_output=True, text=True, timeout=900)
+            if r.returncode != 0:
+                fail_all(todo, f"{stack} did not come up (stack.py up exit {r.returncode}):\n{r.stderr[-4000:]}")
+                return 1
+            info = json.loads((state / "stack.json").read_text())
+            versions.update({f"{stack}:{k}": v for k, v in info.get("versions", {}).items()})
+            say(f"{stack}: up in {time.monotonic() - t0:.1f} s, {info.get('system_kind')}")
+        if benchmark == "mdtest":
+            if stack == "lustre-minio":
+                base = Path(cfg["paths"]["lustre_dir"] or work / "lustre-standin-fs")
+            else:
+                base = Path(info["endpoints"]["mount"])
+            versions["mdtest"] = mdtest_tool(cfg)[1]
+        for i, k in enumerate(list(todo), 1):
+            c = params_of[k]
+            raw = raws[k]
+            say(f"{stack} {benchmark} size={c['size']} workers={c['workers']} rep={rep} [{i}/{len(todo)}]")
+            rec = record(c)
+            try:
+                if benchmark == "cosbench":
+                    metrics, extra = run_cosbench(cfg, stack, info, c["size"], c["workers"],
+                                                  Path(layout.tool_dir(raw)))
+                else:
+                    metrics, extra = run_mdtest(cfg, base, c["workers"], Path(layout.tool_dir(raw)), launcher)
+                dead = stack_status(stack, state) if needs_daemons else None
+                if dead:
+                    raise RuntimeError(f"{stack} unhealthy after the run:\n{dead}")
+            except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
+                failed += 1
+                rec["extra"] = {"tool_output": layout.tool_dir(raw)}
+                dead = stack_status(stack, state) if needs_daemons else None
+                why = f"{e}" + (f"\nstack status:\n{dead}" if dead else "")
+                rawio.write_failure(raw, rec, why)
+                say(f"FAILED {raw}: {str(e).splitlines()[0]}")
+                if dead:
+                    rest = [x for x in todo[i:]]
+                    fail_all(rest, f"{stack} died during an earlier configuration:\n{dead}")
+                    failed += len(rest)
+                    break
+                continue
+            rec["metrics"] = metrics
+            rec["sanity"] = {"exit": 0, "succ_ratio_1": True, "stack_healthy_after": True}
+            rec["extra"] = {**extra, "tool_output": layout.tool_dir(raw), "stack": {
+                k2: info.get(k2) for k2 in ("system_kind", "endpoints", "hosts", "up_seconds")}}
+            rawio.write_json_atomic(raw, rawio.finish(rec))
+            rawio.clear_failure(raw)
+        return 1 if failed else 0
+    finally:
+        if needs_daemons and state.exists():
+            say(f"{stack}: down")
+            d = subprocess.run(stack_cmd(stack, "down", state), capture_output=True, text=True, timeout=300)
+            if d.returncode != 0:
+                say(f"{stack}: down exit {d.returncode}: {d.stderr[-2000:]}")
+            else:
+                shutil.rmtree(state, ignore_errors=True)
+        if stack == "lustre-minio" and not cfg["paths"].get("lustre_dir"):
+            shutil.rmtree(work / "lustre-standin-s3", ignore_errors=True)
+
+
+def run_limit(cfg: dict, limit: str, rep: int) -> int:
+    lim = cfg["limit"]
+    raw = layout.limit_path(limit, rep)
+    out = Path(layout.tool_dir(raw))
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    kind = "real" if limit == "fio" else "stand-in:memserver"
+    rec = rawio.new_record(layout.STUDY, f"limit-{limit}", {"limit": limit}, rep, kind,
+                           {"fio": provenance.tool_version(["fio", "--version"])} if limit == "fio"
+                           else {"cosbench-driver": "cosbench-driver 1.0"})
+    try:
+        if limit == "fio":
+            from tools.fio import parse as fparse
+            from tools.fio import runner as frunner
+
+            d = Path(cfg["paths"]["lustre_dir"] or cfg["paths"]["work_dir"]) / f"fio-{os.getpid()}"
+            d.mkdir(parents=True, exist_ok=True)
+            try:
+                say(f"fio on {d} sizes={lim['fio_sizes']} rep={rep}")
+                files = frunner.run_all(d, out, lim["fio_sizes"], lim["fio_file_size"], lim["fio_runtime"])
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+            for row in fparse.parse_files(files):
+                rec["metrics"].append(rawio.metric(row["metric"], row["value"], row["unit"], rw=row["rw"],
+                                                   bs=row["bs"], direct=str(row["direct"])))
+            rec["extra"] = {"directory": str(d.parent)}
+        else:
+            say(f"ceiling sizes={lim['ceiling_sizes']} workers={lim['ceiling_workers']} rep={rep}")
+            cmd = [str(DRIVER), "ceiling", "--sizes", ",".join(lim["ceiling_sizes"]), "--workers",
+                   ",".join(map(str, lim["ceiling_workers"])), "--seconds", str(lim["ceiling_seconds"]),
+                   "--json", str(out / "ceiling.json")]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+            (out / "ceiling.log").write_text(r.stdout + r.stderr)
+            if r.returncode != 0:
+                raise RuntimeError(f"cosbench-driver ceiling exit {r.returncode}: {r.stderr[-2000:]}")
+            for row in json.loads((out / "ceiling.json").read_text())["rows"]:
+                if row["succ_ratio"] < 1:
+                    raise RuntimeError(f"ceiling {row['size']} {row['workers']} {row['op']}: succ {row['succ_ratio']}")
+                lab = {"op": row["op"], "size": row["size"], "workers": int(row["workers"])}
+                rec["metrics"] += [rawio.metric("throughput", row["ops_per_s"], "op/s", **lab),
+                                   rawio.metric("bandwidth", row["bytes_per_s"], "B/s", **lab),
+                                   rawio.metric("avg_res_time", row["avg_res_ms"], "ms", **lab)]
+    except (RuntimeError, SystemExit, subprocess.TimeoutExpired, OSError, ValueError) as e:
+        rawio.write_failure(raw, rec, str(e) or repr(e))
+        say(f"FAILED {raw}: {e}")
+        return 1
+    rec["sanity"] = {"exit": 0}
+    rawio.write_json_atomic(raw, rawio.finish(rec))
+    rawio.clear_failure(raw)
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = cli.parser(__doc__)
+    ap.add_argument("what", choices=["stack", "limit"])
+    ap.add_argument("--stack", choices=layout.STACKS)
+    ap.add_argument("--benchmark", choices=layout.BENCHMARKS)
+    ap.add_argument("--limit", choices=layout.LIMITS)
+    ap.add_argument("--rep", type=int, required=True)
+    ap.add_argument("--launcher", choices=["local", "slurm"], default="local")
+    a, cfg = cli.finish(ap, argv)
+    Path(cfg["paths"]["work_dir"]).mkdir(parents=True, exist_ok=True)
+    if a.what == "stack":
+        if not (a.stack and a.benchmark):
+            ap.error("stack needs --stack and --benchmark")
+        return run_stack(cfg, a.stack, a.benchmark, a.rep, a.launcher)
+    if not a.limit:
+        ap.error("limit needs --limit")
+    return run_limit(cfg, a.limit, a.rep)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
