@@ -70,6 +70,31 @@ def describe(r) -> str:
     return f"HTTP {r.status_code}: {(r.content or b'')[:200].decode('utf-8', 'replace')}"
 
 
+def post_and_check(client, path: str, body: bytes, headers: dict, check) -> None:
+    """POST as one request named after the model; a non-200 answer or ``check(response)`` naming a problem fails it."""
+    with client.post(path, data=body, name=MODEL, headers=headers, catch_response=True) as r:
+        if r.status_code != 200:
+            r.failure(describe(r))
+            return
+        problem = check(r)
+        if problem:
+            r.failure(problem)
+
+
+def make_user(name: str, path: str, good: tuple[bytes, dict], bad: tuple[bytes, dict], check, module: str):
+    """The locustfile's user class: no wait time (the next request when the previous completes), one task
+    posting ``good`` (every REPRO_BAD_EVERY-th request ``bad``), each answer checked by ``check``."""
+    from locust import FastHttpUser, constant, task
+
+    counter = [0]
+
+    def request(self):
+        body, headers = bad if BAD_EVERY and should_be_bad(counter) else good
+        post_and_check(self.client, path, body, headers, check)
+
+    return type(name, (FastHttpUser,), {"wait_time": constant(0), "request": task(request), "__module__": module})
+
+
 def should_be_bad(counter: list[int]) -> bool:
     counter[0] += 1
     return BAD_EVERY > 0 and counter[0] % BAD_EVERY == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from repro_inference.spec import MODELS, make_spec
 
@@ -18,6 +19,20 @@ def add_spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int)
     p.add_argument("--weights", choices=["random-from-config", "pretrained"],
                    help="pretrained needs the network (from_pretrained); default random-from-config")
+
+
+def prepare_args(doc: str, formats: tuple[str, ...], framework: str, argv=None):
+    """The command line of prepare_torch / prepare_tf: (parser, args, spec, chosen formats)."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_spec_args(p)
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--formats", default=",".join(formats), help=f"comma list of {', '.join(formats)}")
+    a = p.parse_args(argv)
+    chosen = [f for f in a.formats.split(",") if f]
+    bad = [f for f in chosen if f not in formats]
+    if bad:
+        p.error(f"unknown format(s) {bad}; known: {', '.join(formats)}")
+    return p, a, dict(spec_from_args(a), framework=framework), chosen
 
 
 def spec_from_args(a: argparse.Namespace) -> dict:

@@ -13,14 +13,13 @@ paper's TF Serving could not serve it, and the study marks that row as not run.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
 import time
 from pathlib import Path
 
-from repro_inference.common_cli import add_spec_args, spec_from_args
+from repro_inference.common_cli import prepare_args
 from repro_inference.spec import copy_runtime, write_spec
 from repro_inference.triton_config import config_pbtxt
 
@@ -29,16 +28,7 @@ FORMATS = ("tfserving", "triton-tensorflow", "triton-python-tf")
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_spec_args(p)
-    p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--formats", default=",".join(FORMATS), help=f"comma list of {', '.join(FORMATS)}")
-    a = p.parse_args(argv)
-    spec = dict(spec_from_args(a), framework="tf")
-    formats = [f for f in a.formats.split(",") if f]
-    bad = [f for f in formats if f not in FORMATS]
-    if bad:
-        p.error(f"unknown format(s) {bad}; known: {', '.join(FORMATS)}")
+    p, a, spec, formats = prepare_args(__doc__, FORMATS, "tf", argv)
     if spec["model"] == "bart":
         p.error("bart has no TensorFlow export (paper Sec. IV.D: only TorchServe serves BART)")
     from repro_inference import tf_models

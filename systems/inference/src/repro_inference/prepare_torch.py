@@ -15,7 +15,6 @@ BART is TorchServe-only (paper Sec. IV.D).
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -24,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from repro_inference.common_cli import add_spec_args, spec_from_args
+from repro_inference.common_cli import prepare_args
 from repro_inference.spec import copy_runtime, write_spec
 from repro_inference.triton_config import config_pbtxt
 
@@ -105,16 +104,7 @@ def make_torchscript(spec: dict, out: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_spec_args(p)
-    p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--formats", default=",".join(FORMATS), help=f"comma list of {', '.join(FORMATS)}")
-    a = p.parse_args(argv)
-    spec = dict(spec_from_args(a), framework="torch")
-    formats = [f for f in a.formats.split(",") if f]
-    bad = [f for f in formats if f not in FORMATS]
-    if bad:
-        p.error(f"unknown format(s) {bad}; known: {', '.join(FORMATS)}")
+    _, a, spec, formats = prepare_args(__doc__, FORMATS, "torch", argv)
     if spec["model"] == "bart":
         formats = [f for f in formats if f == "torchserve"]  # Triton cannot trace .generate() (paper Sec. IV.D)
     makers = {"torchserve": make_mar, "triton-python-torch": make_triton_python, "triton-pytorch": make_torchscript}
