@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""serverless: raw files -> the tidy table (results/serverless/measurements.csv), the summary and the
+limits table. Every configuration of the matrix appears: its measurements, a `failed` row (failure
+record, e.g. Nuclio Go's HTTP 413 above 2 MiB) or a `not-run` row (no file yet) -- never a zero."""
+
+from __future__ import annotations
+
+import sys
+
+from repro import cli, tidy
+from studies.serverless import analysis, layout
+
+KEYS = ["workload", "variant", "platform", "instances", "size"]
+
+
+def build(cfg: dict, root: str = "."):
+    expected = layout.expected_raw(cfg)
+    df = tidy.collect(expected, layout.STUDY, experiment_of=lambda p: p.split("workload~", 1)[1].split("/", 1)[0],
+                      system_kind_of=lambda p: layout.system_kind_of_path(cfg, p), root=root)
+    return df, tidy.summarize(df, KEYS)
+
+
+def main() -> int:
+    a, cfg = cli.parse(__doc__, "measurements", "summary", "limits")
+    df, summ = build(cfg)
+    tidy.write_csv(df, a.measurements)
+    tidy.write_csv(summ, a.summary)
+    tidy.write_csv(analysis.limits(analysis.read_measurements(a.measurements)), a.limits)
+    runs = df.drop_duplicates(subset=["raw_file"])
+    print(f"serverless_aggregate: {len(df)} rows from {len(runs)} runs: {(runs.status == 'ok').sum()} ok, "
+          f"{(runs.status == 'failed').sum()} failed, {(runs.status == 'not-run').sum()} not run")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""The serverless study's parameter space and raw-file paths (paper 003).
+
+Everything takes the study's config section (``config["serverless"]``); the matrix is in the
+config, never here. Raw files (``repro.raw/1``), one per run:
+
+  results/serverless/raw/workload~image/variant~<processing|null-processing>/platform~<p>/instances~<n>/rep~<i>.json
+  results/serverless/raw/workload~bytes/variant~<parallel|single>/platform~<p>/instances~<n>/size~<b>/rep~<i>.json
+  results/serverless/raw/workload~limit/variant~echo/size~<b>/rep~<i>.json
+  results/serverless/raw/workload~limit/variant~iperf3/rep~<i>.json
+
+One job writes one image run, one bytes sweep (every size of one platform x variant x instances
+x repeat) or one limit measurement (every ceiling size, or iperf3) of one repeat. The director's
+own raw file (``repro.fdirector.run/1``, every request) lies beside each, under director/.
+"""
+
+from __future__ import annotations
+
+from repro import paramspace
+
+STUDY = "serverless"
+RAW_DIR = "results/serverless/raw"
+DIRECTOR_DIR = "results/serverless/director"
+PLATFORMS = ("openfaas", "nuclio-cpp", "nuclio-go")
+LABELS = {"openfaas": "OpenFaaS", "nuclio-cpp": "Nuclio", "nuclio-go": "Nuclio Go", "baseline": "Baseline"}
+# the mechanism each local stand-in reproduces (systems/faas-standin/README.md)
+STANDIN_KIND = {
+    "openfaas": "stand-in:openfaas-watchdog",
+    "nuclio-cpp": "stand-in:nuclio-cpp-shell",
+    "nuclio-go": "stand-in:nuclio-go-inprocess",
+    "baseline": "stand-in:baseline-direct-exec",
+    "echo": "stand-in:echo-loopback",
+    "iperf3": "stand-in:iperf3-loopback",
+}
+# function per (platform, workload/variant); the stand-in kind of `faas-standin up`
+FUNCTION = {
+    ("image", "processing"): "imageproc",
+    ("image", "null-processing"): "imageproc-np",
+    ("bytes", "openfaas"): "reverse",
+    ("bytes", "nuclio-cpp"): "reverse",
+    ("bytes", "nuclio-go"): "reverse-go",
+}
+DEPLOY = {"openfaas": "systems/openfaas/deploy.sh", "nuclio-cpp": "systems/nuclio/deploy.sh",
+          "nuclio-go": "systems/nuclio/deploy.sh"}
+
+
+def function_of(workload: str, variant: str, platform: str) -> str:
+    return FUNCTION[(workload, variant)] if workload == "image" else FUNCTION[("bytes", platform)]
+
+
+def system_kind(cfg: dict, platform: str) -> str:
+    """stand-in:<what> locally; real on the cluster path (the baseline and limits run on the driver)."""
+    if cfg.get("mode", "standin") == "standin":
+        return STANDIN_KIND[platform]
+    return "real"
+
+
+def raw_path(params: dict, rep, raw_dir: str = RAW_DIR) -> str:
+    return f"{raw_dir}/{paramspace.param_path(params)}/rep~{rep}.json"
+
+
+def director_path(raw: str) -> str:
+    """The director's raw file of a run, beside the study's raw file."""
+    return raw.replace(f"/{RAW_DIR.rsplit('/', 1)[-1]}/", "/director/", 1)
+
+
+def size_of(exp: int) -> int:
+    return 2 ** int(exp)
+
+
+def _reps(cfg: dict) -> list[int]:
+    return list(range(cfg["repeats"]))
+
+
+# ------------------------------------------------------------------ images
+def image_params(variant: str, platform: str, instances) -> dict:
+    return {"workload": "image", "variant": variant, "platform": platform, "instances": int(instances)}
+
+
+def image_runs(cfg: dict) -> list[dict]:
+    """Every image run (one job each): params + rep. The baseline: processing only (as the paper)."""
+    im = cfg["images"]
+    if not im["enabled"]:
+        return []
+    runs = [{**image_params(v, p, n), "rep": r}
+            for v in im["variants"] for p in im["platforms"] for n in im["instances"] for r in _reps(cfg)]
+    if im["baseline"]["enabled"] and "processing" in im["variants"]:
+        runs += [{**image_params("processing", "baseline", im["baseline"]["parallel"]), "rep": r} for r in _reps(cfg)]
+    return runs
+
+
+# ------------------------------------------------------------------ bytes
+def bytes_params(variant: str, platform: str, instances, size) -> dict:
+    return {"workload": "bytes", "variant": variant, "platform": platform, "instances": int(instances),
+            "size": int(size)}
+
+
+def bytes_sizes(cfg: dict) -> list[int]:
+    return [size_of(e) for e in sorted(cfg["bytes"]["exponents"])]
+
+
+def refused_above(cfg: dict, platform: str) -> int | None:
+    return cfg["bytes"].get("refused_above", {}).get(platform)
+
+
+def declared_sizes(cfg: dict, platform: str) -> list[int]:
+    """Sizes whose raw file a sweep job must write (those the paper saw refused are not outputs)."""
+    limit = refused_above(cfg, platform)
+    return [s for s in bytes_sizes(cfg) if limit is None or s <= limit]
+
+
+def bytes_jobs(cfg: dict) -> list[dict]:
+    """Every bytes sweep job: variant, platform, instances, rep."""
+    by = cfg["bytes"]
+    if not by["enabled"]:
+        return []
+    return [{"variant": v, "platform": p, "instances": int(n), "rep": r}
+            for v in ("parallel", "single") for p in by["platforms"] for n in by[v]["instances"] for r in _reps(cfg)]
+
+
+def bytes_job_outputs(cfg: dict, variant: str, platform: str, instances, rep) -> list[str]:
+    return [raw_path(bytes_params(variant, platform, instances, s), rep) for s in declared_sizes(cfg, platform)]
+
+
+# ------------------------------------------------------------------ limits
+def limit_echo_params(size) -> dict:
+    return {"workload": "limit", "variant": "echo", "size": int(size)}
+
+
+def limit_iperf_params() -> dict:
+    return {"workload": "limit", "variant": "iperf3"}
+
+
+def limit_sizes(cfg: dict) -> list[int]:
+    return [size_of(e) for e in sorted(cfg["limit"]["exponents"])]
+
+
+def limit_outputs(cfg: dict, variant: str, rep) -> list[str]:
+    if variant == "iperf3":
+        return [raw_path(limit_iperf_params(), rep)]
+    return [raw_path(limit_echo_params(s), rep) for s in limit_sizes(cfg)]
+
+
+# ------------------------------------------------------------------ everything
+def expected_raw(cfg: dict) -> list[str]:
+    """Every raw file the configuration asks for (the aggregation's rows: ok, failed or not-run)."""
+    out = [raw_path({k: v for k, v in r.items() if k != "rep"}, r["rep"]) for r in image_runs(cfg)]
+    for j in bytes_jobs(cfg):
+        out += [raw_path(bytes_params(j["variant"], j["platform"], j["instances"], s), j["rep"])
+                for s in bytes_sizes(cfg)]
+    if cfg["limit"]["enabled"]:
+        for r in _reps(cfg):
+            out += limit_outputs(cfg, "echo", r) + limit_outputs(cfg, "iperf3", r)
+    return out
+
+
+def job_outputs(cfg: dict) -> list[str]:
+    """What the run jobs must write (expected_raw minus the sizes refused by design)."""
+    out = [raw_path({k: v for k, v in r.items() if k != "rep"}, r["rep"]) for r in image_runs(cfg)]
+    for j in bytes_jobs(cfg):
+        out += bytes_job_outputs(cfg, j["variant"], j["platform"], j["instances"], j["rep"])
+    if cfg["limit"]["enabled"]:
+        for r in _reps(cfg):
+            out += limit_outputs(cfg, "echo", r) + limit_outputs(cfg, "iperf3", r)
+    return out
+
+
+def system_kind_of_path(cfg: dict, path: str) -> str:
+    p = paramspace.parse_path(path)
+    if p.get("workload") == "limit":
+        return system_kind(cfg, p["variant"]) if cfg.get("mode", "standin") == "standin" else "real"
+    return system_kind(cfg, p.get("platform", "baseline"))

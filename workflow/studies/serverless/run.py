@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""serverless: one job of paper 003's benchmark (the function director on the driver node).
+
+  python3 -m studies.serverless.run --config CFG --workload image --variant processing|null-processing
+      --platform openfaas|nuclio-cpp|baseline --instances N --rep R --images DIR
+  python3 -m studies.serverless.run --config CFG --workload bytes --variant parallel|single
+      --platform openfaas|nuclio-cpp|nuclio-go --instances N --rep R        (every size of the config)
+  python3 -m studies.serverless.run --config CFG --workload limit --variant echo|iperf3 --rep R
+
+Locally (mode standin) the platform is `faas-standin up` on this host, one process per instance,
+started at 1 instance and scaled to N by the director (the paper's step 1); on a cluster (mode
+kubernetes) systems/openfaas|nuclio/deploy.sh gives the URL and scales. Each run leaves the
+director's raw file (repro.fdirector.run/1, every request) under results/serverless/director/ and
+the study's raw file (repro.raw/1) under raw/; a run that fails leaves a failure record under
+failed/ and the job exits non-zero. Sizes the paper saw refused (bytes.refused_above, Nuclio Go
+above 2 MiB) are sent too; their refusal is a failure record, not a job failure.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from repro import cli, rawio
+from studies.serverless import layout
+from tools.fdirector import director as fd
+from tools.fdirector import iperf, standin
+
+MiB = 2**20
+
+
+def _progress(msg: str) -> None:
+    print(f"serverless_run: {msg}", flush=True)
+
+
+def _versions() -> dict:
+    return {"fdirector": fd.SCHEMA}
+
+
+class Platform:
+    """The function's endpoint and the director's scaler, on this host or on the cluster."""
+
+    def __init__(self, cfg: dict, platform: str, function: str, state_dir: Path):
+        self.cfg, self.platform, self.function = cfg, platform, function
+        self.local: standin.LocalPlatform | None = None
+        self.state_dir = state_dir
+
+    def __enter__(self):
+        if self.cfg["mode"] == "standin":
+            sc = self.cfg["standin"]
+            self.local = standin.LocalPlatform(
+                self.platform, self.function, instances=1, workers=sc["workers"],
+                max_body=sc["max_body"] if self.platform == "nuclio-go" else None, state_dir=self.state_dir)
+            self.local.start()
+            self.url = self.local.url
+            self.scale = fd.url_scaler(self.local.scale_url)
+        else:
+            deploy = layout.DEPLOY[self.platform]
+            kube = os.path.expandvars(os.path.expanduser(self.cfg["kubeconfig"]))
+            if not kube:
+                raise fd.DirectorError("serverless.kubeconfig is empty (mode kubernetes)")
+            done = subprocess.run([deploy, "url", "--kubeconfig", kube, "--function", self.function],
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                raise fd.DirectorError(f"{deploy} url failed: {done.stderr.strip()[-500:]}")
+            self.url = done.stdout.strip().splitlines()[-1]
+            self.scale = fd.command_scaler([deploy, "scale", "--kubeconfig", kube, "--function", self.function,
+                                            "--replicas", "{n}"])
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.local is not None:
+            self.local.stop()
+
+
+def _record(cfg: dict, params: dict, rep: int, kind_key: str) -> dict:
+    return rawio.new_record(layout.STUDY, params["workload"], params, rep, layout.system_kind(cfg, kind_key),
+                            _versions())
+
+
+def _fail(raw: str, rec: dict, why: str) -> None:
+    rawio.write_failure(raw, rec, why)
+    _progress(f"FAILED {raw}: {why}")
+
+
+def _ok(raw: str, rec: dict, director_raw: dict | None) -> None:
+    if director_raw is not None:
+        fd.save_raw(director_raw, layout.director_path(raw))
+        rec["extra"] = {"director_raw": layout.director_path(raw), "url": director_raw["url"],
+                        "director_system_kind": director_raw["system_kind"]}
+    rawio.write_json_atomic(raw, rawio.finish(rec))
+    rawio.clear_failure(raw)
+
+
+def _run_metrics(raw: dict) -> list[dict]:
+    t = raw["totals"]
+    return [rawio.metric("elapsed", t["elapsed_s"], "s"),
+            rawio.metric("requests", t["requests"], "requests"),
+            rawio.metric("retries", t["retries"], "requests"),
+            rawio.metric("throughput", t["throughput_mib_s"], "MiB/s"),
+            rawio.metric("request_rate", t["requests_per_s"], "requests/s"),
+            rawio.metric("instances_seen", t["instances_seen"], "instances")]
+
+
+def single_stats(raw: dict) -> dict:
+    """Per-request throughputs of a single-variant run (bytes / time of the successful attempt, MiB/s):
+    arithmetic, geometric and harmonic mean and the box-plot quantiles (Table 3, Figure 3a,c,e)."""
+    per = sorted(r["bytes_sent"] / (r["end"] - r["last_attempt_start"]) / MiB for r in raw["requests"]
+                 if r["end"] > r["last_attempt_start"] and r["bytes_sent"] > 0)
+    if not per:
+        raise fd.DirectorError("no per-request throughput (zero-length requests?)")
+    q = statistics.quantiles(per, n=20, method="inclusive") if len(per) > 1 else [per[0]] * 19
+    return {"mean": statistics.fmean(per), "gmean": math.exp(statistics.fmean(math.log(x) for x in per)),
+            "hmean": len(per) / sum(1 / x for x in per), "min": per[0], "p05": q[0], "q1": q[4],
+            "median": statistics.median(per), "q3": q[14], "p95": q[18], "max": per[-1], "n": len(per)}
+
+
+def _check_instances(raw: dict, want: int, platform: str) -> str | None:
+    if platform == "baseline" or raw["variant"] == "single":
+        return None
+    seen = raw["totals"]["instances_seen"]
+    if raw["totals"]["requests"] >= 2 * want and seen != want:
+        return f"requests reached {seen} instance(s), the platform was scaled to {want}"
+    return None
+
+
+# ------------------------------------------------------------------ image runs
+def run_image(cfg: dict, variant: str, platform: str, instances: int, rep: int, images: Path) -> int:
+    params = layout.image_params(variant, platform, instances)
+    raw = layout.raw_path(params, rep)
+    rec = _record(cfg, params, rep, platform)
+    im = cfg["images"]
+    try:
+        workload = fd.image_workload(sorted(images.glob("*.png")), im["count"])
+        if len(workload.payloads) != im["count"]:
+            raise fd.DirectorError(f"{len(workload.payloads)} test images in {images}, want {im['count']}")
+        if platform == "baseline":
+            binary = standin.FUNCTIONS[layout.function_of("image", variant, platform)]
+            spec = fd.RunSpec(f"exec:{binary}", instances, 1, "parallel", cfg["timeout_s"], cfg["max_retries"],
+                              labels={"study": "serverless", "rep": str(rep)})
+            d = fd.run(spec, workload, None, progress=True)
+        else:
+            with tempfile.TemporaryDirectory(prefix="rsl-") as tmp, \
+                    Platform(cfg, platform, layout.function_of("image", variant, platform), Path(tmp)) as plat:
+                spec = fd.RunSpec(plat.url, instances, im["per_instance"], "parallel", cfg["timeout_s"],
+                                  cfg["max_retries"], labels={"study": "serverless", "rep": str(rep)})
+                d = fd.run(spec, workload, plat.scale, progress=True)
+    except (fd.DirectorError, standin.StandInError, OSError) as exc:
+        _fail(raw, rec, f"{type(exc).__name__}: {exc}")
+        return 1
+    problem = _check_instances(d, instances, platform)
+    if problem:
+        _fail(raw, rec, problem)
+        return 1
+    rec["metrics"] = _run_metrics(d) + [
+        rawio.metric("images_per_s", d["totals"]["requests_per_s"], "images/s"),
+        rawio.metric("mean_image_size", d["totals"]["bytes_sent"] / d["totals"]["requests"] / MiB, "MiB")]
+    rec["sanity"] = {"answers_checked": "PNG of the input's width", "requests": d["totals"]["requests"],
+                     "retries": d["totals"]["retries"]}
+    _ok(raw, rec, d)
+    _progress(f"{raw}: {d['totals']['requests_per_s']:.3f} images/s, {d['totals']['retries']} retries")
+    return 0
+
+
+# ------------------------------------------------------------------ bytes sweeps
+def run_bytes(cfg: dict, variant: str, platform: str, instances: int, rep: int) -> int:
+    by = cfg["bytes"]
+    requests = by[variant]["requests"]
+    declared = set(layout.declared_sizes(cfg, platform))
+    sizes = layout.bytes_sizes(cfg)
+    bad = 0
+    try:
+        with tempfile.TemporaryDirectory(prefix="rsl-") as tmp, \
+                Platform(cfg, platform, layout.function_of("bytes", variant, platform), Path(tmp)) as plat:
+            plat.scale(instances)
+            for k, size in enumerate(sizes):
+                params = layout.bytes_params(variant, platform, instances, size)
+                raw = layout.raw_path(params, rep)
+                rec = _record(cfg, params, rep, platform)
+                _progress(f"{platform} {variant} n={instances} rep={rep}: {size} B ({k + 1}/{len(sizes)})")
+                spec = fd.RunSpec(plat.url, instances, by["per_instance"], variant, cfg["timeout_s"],
+                                  cfg["max_retries"], labels={"study": "serverless", "rep": str(rep),
+                                                              "size": str(size)})
+                try:
+                    d = fd.run(spec, fd.bytes_workload(size, requests))
+                except fd.PermanentHTTPError as exc:
+                    rec["sanity"] = {"http_status": exc.status, "expected_refusal": size not in declared}
+                    _fail(raw, rec, f"HTTP {exc.status}: {exc}")
+                    bad += size in declared
+                    continue
+                except fd.DirectorError as exc:
+                    _fail(raw, rec, f"{type(exc).__name__}: {exc}")
+                    bad += 1
+                    continue
+                problem = _check_instances(d, instances, platform)
+                if problem:
+                    _fail(raw, rec, problem)
+                    bad += 1
+                    continue
+                rec["metrics"] = _run_metrics(d)
+                if variant == "single":
+                    st = single_stats(d)
+                    rec["metrics"] += [rawio.metric(f"single_{k2}", v, "MiB/s") for k2, v in st.items() if k2 != "n"]
+                rec["sanity"] = {"answers_checked": "exact reverse", "requests": d["totals"]["requests"],
+                                 "retries": d["totals"]["retries"]}
+                _ok(raw, rec, d)
+    except (fd.DirectorError, standin.StandInError, OSError) as exc:
+        _progress(f"FAILED: the platform: {type(exc).__name__}: {exc}")
+        return 1
+    _progress(f"{platform} {variant} n={instances} rep={rep}: done, {bad} size(s) failed unexpectedly")
+    return 1 if bad else 0
+
+
+# ------------------------------------------------------------------ limits
+def run_limit(cfg: dict, variant: str, rep: int) -> int:
+    li = cfg["limit"]
+    if variant == "iperf3":
+        params = layout.limit_iperf_params()
+        raw = layout.raw_path(params, rep)
+        rec = _record(cfg, params, rep, "iperf3")
+        host = li["iperf_host"]
+        try:
+            parsed, _text = iperf.run_iperf3(host, None, li["iperf_seconds"],
+                                             start_server=host in ("127.0.0.1", "localhost"))
+        except (iperf.IperfError, OSError) as exc:
+            _fail(raw, rec, f"iperf3: {exc}")
+            return 1
+        rec["metrics"] = [rawio.metric("throughput", parsed["mib_per_s"], "MiB/s")]
+        rec["extra"] = {k: v for k, v in parsed.items() if k != "raw"}
+        _ok(raw, rec, None)
+        _progress(f"{raw}: iperf3 {parsed['mib_per_s']:.1f} MiB/s")
+        return 0
+    bad = 0
+    with tempfile.TemporaryDirectory(prefix="rsl-echo-") as tmp:
+        echo = None
+        try:
+            if li["echo_url"]:
+                url = li["echo_url"]
+            else:
+                echo = standin.EchoServer(Path(tmp)).start()
+                url = echo.url
+            for size in layout.limit_sizes(cfg):
+                params = layout.limit_echo_params(size)
+                raw = layout.raw_path(params, rep)
+                rec = _record(cfg, params, rep, "echo")
+                spec = fd.RunSpec(url, 1, li["concurrency"], "parallel", cfg["timeout_s"], cfg["max_retries"],
+                                  labels={"study": "serverless", "rep": str(rep), "size": str(size)})
+                try:
+                    d = fd.run(spec, fd.bytes_workload(size, li["requests"], echo=True))
+                except fd.DirectorError as exc:
+                    _fail(raw, rec, f"{type(exc).__name__}: {exc}")
+                    bad += 1
+                    continue
+                rec["metrics"] = _run_metrics(d)
+                rec["sanity"] = {"answers_checked": "echo equals request"}
+                _ok(raw, rec, d)
+                _progress(f"{raw}: ceiling {d['totals']['throughput_mib_s']:.1f} MiB/s")
+        except (standin.StandInError, OSError) as exc:
+            _progress(f"FAILED: echo server: {exc}")
+            return 1
+        finally:
+            if echo is not None:
+                echo.stop()
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    ap = cli.parser(__doc__)
+    ap.add_argument("--workload", required=True, choices=("image", "bytes", "limit"))
+    ap.add_argument("--variant", required=True)
+    ap.add_argument("--platform", default="")
+    ap.add_argument("--instances", type=int, default=1)
+    ap.add_argument("--rep", type=int, required=True)
+    ap.add_argument("--images", type=Path, default=None)
+    a, cfg = cli.finish(ap, argv)
+    _progress(f"start: {shlex.join(sys.argv[1:]) if argv is None else shlex.join(argv)}"[:400])
+    if a.workload == "image":
+        if a.images is None:
+            ap.error("--images DIR is needed for the image workload")
+        return run_image(cfg, a.variant, a.platform, a.instances, a.rep, a.images)
+    if a.workload == "bytes":
+        return run_bytes(cfg, a.variant, a.platform, a.instances, a.rep)
+    return run_limit(cfg, a.variant, a.rep)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
