@@ -70,6 +70,13 @@ def job_outputs(cfg: dict, stack: str, benchmark: str, rep, raw_dir: str = RAW_D
             for c in configurations(cfg, stack, benchmark)]
 
 
+def job_output_patterns(cfg: dict, benchmark: str, raw_dir: str = RAW_DIR) -> list[str]:
+    """A job's outputs with Snakemake wildcards {stack} and {rep} (the rule's output list)."""
+    return [f"{raw_dir}/stack~{{stack}}/benchmark~{benchmark}/size~{paramspace.fmt_value(c['size'])}/"
+            f"workers~{paramspace.fmt_value(c['workers'])}/rep~{{rep}}.json"
+            for c in configurations(cfg, "-", benchmark)]
+
+
 def expected_raw(cfg: dict, raw_dir: str = RAW_DIR) -> list[str]:
     out = [p for j in jobs(cfg) for p in job_outputs(cfg, j["stack"], j["benchmark"], j["rep"], raw_dir)]
     out += [limit_path(lim, r, raw_dir) for r in range(cfg["repeats"]) for lim in LIMITS]

@@ -33,10 +33,7 @@ for _st_bench in st_layout.BENCHMARKS:
             st_system_inputs,
             code=study_code("storage", "run", "layout"),
         output:
-            [
-                p.replace("/stack~STACK/", "/stack~{stack}/").replace("/rep~REP.", "/rep~{rep}.")
-                for p in st_layout.job_outputs(ST, "STACK", _st_bench, "REP")
-            ],
+            st_layout.job_output_patterns(ST, _st_bench),
         log:
             f"results/storage/log/run/stack~{{stack}}/benchmark~{_st_bench}/rep~{{rep}}.log",
         benchmark:
@@ -111,7 +108,7 @@ rule storage_figure:
     input:
         analysis_image_input(),
         code=f"{ST_DIR}/{{name}}.py",
-        lib=study_code("storage", "analysis", "layout"),
+        lib=study_code("storage", "analysis", "layout", "cosfig"),
         measurements=ST_OUT["measurements"],
         published=ST_PUBLISHED,
     output:

@@ -177,7 +177,7 @@ def run_mdtest(cfg: dict, directory: Path, tasks: int, outdir: Path, launcher: s
         shutil.rmtree(outdir)
     outdir.mkdir(parents=True)
     testdir = directory / f"mdtest-{os.getpid()}-{tasks}"
-    testdir.parent.mkdir(parents=True, exist_ok=True)
+    testdir.mkdir(parents=True, exist_ok=True)
     cmd = [*mpi_prefix(launcher, tasks), tool, "-n", str(m["files"]), "-w", str(m["write_bytes"]),
            "-e", str(m["read_bytes"]), "-i", str(m["iterations"]), "-u", "-d", str(testdir)]
     if files_only:

@@ -1,0 +1,68 @@
+"""The storage study's parameter space and the dry-run plans: the paper's full matrix on Slurm and
+the local overlay (the study switched on with an overlay; config.yaml keeps it off for now)."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from repro import paramspace
+
+from studies.storage import layout
+
+from .storage_testlib import section
+
+
+def test_full_matrix_is_the_papers_126_workloads():
+    cfg = section(local=False)
+    cos = [p for p in layout.expected_raw(cfg) if "benchmark~cosbench" in p and p.endswith("rep~0.json")]
+    assert len(cos) == 3 * 6 * 7 == 126
+    from tools.cosbench import gen
+
+    assert gen.PAPER_MATRIX["sizes"] == cfg["cosbench"]["sizes"]
+    assert gen.PAPER_MATRIX["workers"] == cfg["cosbench"]["workers"]
+    md = [p for p in layout.expected_raw(cfg) if "benchmark~mdtest" in p]
+    assert len(md) == 3 * cfg["repeats"] and all("size~3901B" in p for p in md)
+    assert cfg["mdtest"]["files"] == 1000000 and cfg["enabled"] is False
+
+
+def test_raw_paths_are_stable_and_parse_back():
+    p = layout.raw_path("ceph", "cosbench", "4KB", 8, 2)
+    assert p == "results/storage/raw/stack~ceph/benchmark~cosbench/size~4KB/workers~8/rep~2.json"
+    assert paramspace.parse_path(p) == {"stack": "ceph", "benchmark": "cosbench", "size": "4KB", "workers": "8",
+                                        "rep": "2"}
+    assert layout.limit_path("fio", 0) == "results/storage/raw/limit~fio/rep~0.json"
+    cfg = section()
+    kinds = layout.system_kind_of_path(cfg)
+    assert kinds(layout.raw_path("lustre-minio", "cosbench", "4KB", 1, 0)).startswith("stand-in:minio-on-posix-dir")
+    assert kinds(layout.raw_path("lustre-minio", "mdtest", "3901B", 2, 0)) == layout.STAND_IN_LUSTRE_DIR
+    assert kinds(layout.raw_path("ceph", "mdtest", "3901B", 2, 0)) == "real"
+    cfg["paths"]["lustre_dir"] = "/lustre/x"
+    assert layout.system_kind(cfg, "lustre-minio", "cosbench") == "real"
+
+
+def _counts(out: str) -> dict:
+    return dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.MULTILINE))
+
+
+def test_full_scale_plan(snake, workspace):
+    (workspace / "on.yaml").write_text(yaml.safe_dump({"storage": {"enabled": True}}))
+    out = snake("-n", "storage", "--profile", "profiles/slurm", "--configfile", "config/config.yaml", "on.yaml",
+                timeout=300).stdout
+    c = _counts(out)
+    # one job per stack x repeat and benchmark (each job runs all of that stack's configurations)
+    assert c.get("storage_cosbench_run") == "9" and c.get("storage_mdtest_run") == "9", out[-3000:]
+    assert c.get("storage_limit_run") == "6" and c.get("storage_claims") == "1"
+    for img in ("ceph", "minio", "juicefs"):
+        assert f"containers/sif/{img}.sif" in out
+
+
+def test_local_plan_and_disabled_by_default(snake, workspace):
+    (workspace / "on.yaml").write_text(yaml.safe_dump({"storage": {"enabled": True}}))
+    out = snake("-n", "storage", "--profile", "profiles/local", "--configfile", "config/config.yaml",
+                "config/local.yaml", "on.yaml", timeout=300).stdout
+    c = _counts(out)
+    assert c.get("storage_cosbench_run") == "6" and c.get("storage_mdtest_run") == "6", out[-3000:]
+    assert c.get("storage_limit_run") == "4"
+    off = snake("-n", "--profile", "profiles/local", timeout=300).stdout
+    assert "storage_" not in off

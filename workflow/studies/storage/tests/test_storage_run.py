@@ -1,0 +1,136 @@
+"""A tiny real run of the storage study on this machine: one COSBench configuration per stack (Ceph
+with 1 OSD, MinIO on a POSIX directory standing in for Lustre+MinIO, JuiceFS+MinIO+Redis), mdtest
+(mdbench) on the JuiceFS mount and the Lustre stand-in directory, both limits; then the tidy table,
+recomputed here from the raw COSBench CSVs and mdtest summaries, the limits table, the claims; a
+workload that overruns its bound fails loudly with the stack brought down; nothing is left running."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from repro import rawio
+
+from studies.storage import aggregate, layout
+from systems.storage_common.testing import mounts_under, processes_mentioning
+from tools.cosbench import parse as cosparse
+from tools.mdtest.parser import parse_mdtest
+
+from .storage_testlib import REPO, section
+
+pytestmark = pytest.mark.slow
+JOBS = [("stack", "ceph", "cosbench"), ("stack", "lustre-minio", "cosbench"), ("stack", "juicefs", "cosbench"),
+        ("stack", "lustre-minio", "mdtest"), ("stack", "juicefs", "mdtest"), ("limit", "fio", None),
+        ("limit", "ceiling", None)]
+
+
+def run_job(cwd, cfg, what, name, bench, rep=0, timeout=400):
+    args = ["--stack", name, "--benchmark", bench] if what == "stack" else ["--limit", name]
+    cmd = (f"export REPRO_SINGLE_HOST=1; source {REPO}/workflow/scripts/mpi-env.sh; exec {sys.executable} -m "
+           f"studies.storage.run {what} --config @{cwd}/cfg.json --rep {rep} " + " ".join(args))
+    (cwd / "cfg.json").write_text(json.dumps(cfg))
+    return subprocess.run(["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    for tool in ("tools/cosbench/build/cosbench-driver", "tools/mdtest/build/mdbench"):
+        if not (REPO / tool).exists():
+            pytest.skip(f"{tool} not built (./repro setup)")
+    cwd = tmp_path_factory.mktemp("storage")
+    cfg = section(repeats=1, stacks=["ceph", "lustre-minio", "juicefs"],
+                  cosbench={"sizes": ["4KB"], "workers": [2], "objects": 6, "runtime": 2, "interval": 1},
+                  mdtest={"tasks": [2], "files": 50},
+                  limit={"fio_sizes": ["4k", "64k"], "fio_file_size": "8m", "fio_runtime": 1, "ceiling_sizes": ["4KB"],
+                         "ceiling_workers": [2], "ceiling_seconds": 1},
+                  paths={"work_dir": str(cwd / "work")})
+    runs = {}
+    for what, name, bench in JOBS:
+        r = run_job(cwd, cfg, what, name, bench)
+        runs[(name, bench)] = r
+        assert r.returncode == 0, f"{name} {bench}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    yield cwd, cfg, runs
+    assert not processes_mentioning(str(cwd / "work")), processes_mentioning(str(cwd / "work"))
+
+
+def test_every_configuration_ran_and_is_labelled(study):
+    cwd, cfg, runs = study
+    for stack in cfg["stacks"]:
+        raw = rawio.read(cwd / layout.raw_path(stack, "cosbench", "4KB", 2, 0))
+        assert raw["status"] == "ok" and raw["system_kind"] == layout.system_kind(cfg, stack, "cosbench")
+        assert rawio.value(raw, "succ_ratio", op="read") == 1.0
+        assert any(k.startswith(f"{stack}:") for k in raw["tool_versions"])
+    assert rawio.read(cwd / layout.raw_path("lustre-minio", "cosbench", "4KB", 2, 0))["system_kind"] == \
+        "stand-in:minio-on-posix-dir (for Lustre+MinIO)"
+    assert rawio.read(cwd / layout.raw_path("lustre-minio", "mdtest", "3901B", 2, 0))["system_kind"] == \
+        "stand-in:posix-dir (for Lustre)"
+    out = runs[("ceph", "cosbench")].stdout
+    assert "ceph: up" in out and "ceph: down" in out
+    assert not mounts_under(cwd / "work")
+
+
+def test_tidy_table_equals_the_raw_tool_outputs(study):
+    cwd, cfg, _ = study
+    df = aggregate.measurements(cfg, root=cwd)
+    not_ok = set(df[df["status"] != "ok"]["raw_file"])
+    assert not_ok == {layout.raw_path("ceph", "mdtest", "3901B", 2, 0)}  # not run here (Ceph comes up once)
+    for stack in cfg["stacks"]:
+        raw = layout.raw_path(stack, "cosbench", "4KB", 2, 0)
+        rows = [r for r in cosparse.workload_rows(cosparse.find_workload_csv(cwd / layout.tool_dir(raw)))
+                if r["stage"].endswith("-main")]
+        mine = df[df["raw_file"] == raw]
+        for r in rows:
+            for col, metric in (("Throughput", "throughput"), ("Avg-ResTime", "avg_res_time"),
+                                ("Op-Count", "op_count"), ("Bandwidth", "bandwidth")):
+                v = mine[(mine["metric"] == metric) & (mine["op"] == r["op_type"])]["value"]
+                assert len(v) == 1 and math.isclose(v.iloc[0], r[col]), (stack, col)
+        total = mine[(mine["metric"] == "throughput") & (mine["op"] == "all")]["value"].iloc[0]
+        assert math.isclose(total, sum(r["Throughput"] for r in rows))
+    for stack in ("juicefs", "lustre-minio"):
+        raw = layout.raw_path(stack, "mdtest", "3901B", 2, 0)
+        text = (cwd / layout.tool_dir(raw) / "mdtest.txt").read_text()
+        rates = parse_mdtest(text)["rates"]
+        mine = df[(df["raw_file"] == raw) & (df["metric"] == "rate")]
+        for op in ("create", "stat", "open", "remove"):
+            assert math.isclose(mine[mine["op"] == op]["value"].iloc[0], rates[op]["mean"])
+        assert "-w 3901 -e 3901" in text
+
+
+def test_limits_and_claims(study, tmp_path):
+    cwd, cfg, _ = study
+    df = aggregate.measurements(cfg, root=cwd)
+    lim = aggregate.limits(df, cfg)
+    assert set(lim["stack"]) == set(cfg["stacks"])
+    assert lim["fraction"].notna().all() and (lim["fraction"] > 0).all()
+    from repro import published
+
+    from studies.storage import claims
+
+    out = claims.build(df, lim, published.load(REPO / "workflow/studies/storage/published.csv"))
+    by = {c.claim_id: c for c in out}
+    assert by["cosbench_peak_throughput"].verdict == "informative"
+    assert by["cosbench_throughput_leader"].verdict in ("reproduced", "not reproduced")
+    assert "stand-in" in by["cosbench_throughput_leader"].system_kind
+    assert by["cosbench_ceph_rt_vs_size"].verdict == "not run"  # one size only
+
+
+def test_missing_and_failed_configurations_show_as_such(study):
+    cwd, cfg, _ = study
+    more = dict(cfg, cosbench=dict(cfg["cosbench"], workers=[3], runtime=30, timeout_s=10),
+                stacks=["lustre-minio"])
+    r = run_job(cwd, more, "stack", "lustre-minio", "cosbench", rep=0, timeout=200)
+    assert r.returncode == 1, r.stdout + r.stderr  # the 30 s workload overran its 10 s bound
+    assert "lustre-minio: down" in r.stdout
+    failed = rawio.failure_path(cwd / layout.raw_path("lustre-minio", "cosbench", "4KB", 3, 0))
+    assert failed.exists() and "timed out" in rawio.read(failed)["failure"]
+    df = aggregate.measurements(dict(more, repeats=2), root=cwd)
+    st = df.drop_duplicates("raw_file").set_index("raw_file")["status"]
+    assert st[str(rawio.failure_path(layout.raw_path("lustre-minio", "cosbench", "4KB", 3, 0)))] == "failed"
+    assert st[layout.raw_path("lustre-minio", "cosbench", "4KB", 3, 1)] == "not-run"
+    assert not processes_mentioning(str(cwd / "work"))
+    assert isinstance(df, pd.DataFrame) and os.path.exists(cwd / "results")
