@@ -5,7 +5,7 @@
 
 writes
     DIR/tfserving/<model>/1/                         the SavedModel (TF Serving's versioned layout) + repro-spec.json
-    DIR/triton-tensorflow/<model>/config.pbtxt       + 1/model.savedmodel/ (a copy; the cluster's TF backend)
+    DIR/triton-tensorflow/<model>/config.pbtxt       + 1/model.savedmodel/ (hard links; the cluster's TF backend)
     DIR/triton-python-tf/<model>/config.pbtxt        + 1/model.py + 1/savedmodel/ (Python backend: the local stand-in)
 Wav2Vec2 (full length) is exported with a variable-length signature for Triton (TensorFlow); the
 paper's TF Serving could not serve it, and the study marks that row as not run.
@@ -14,6 +14,7 @@ paper's TF Serving could not serve it, and the study marks that row as not run.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -44,13 +45,13 @@ def main(argv=None) -> int:
     if "triton-tensorflow" in formats:
         mdir = a.out / "triton-tensorflow" / spec["model"]
         shutil.rmtree(mdir, ignore_errors=True)
-        shutil.copytree(saved, mdir / "1" / "model.savedmodel")
+        shutil.copytree(saved, mdir / "1" / "model.savedmodel", copy_function=os.link)  # hard links: one copy on disk
         (mdir / "config.pbtxt").write_text(config_pbtxt(spec, "triton-tensorflow"))
         made["triton-tensorflow"] = str(mdir)
     if "triton-python-tf" in formats:
         mdir = a.out / "triton-python-tf" / spec["model"]
         shutil.rmtree(mdir, ignore_errors=True)
-        shutil.copytree(saved, mdir / "1" / "savedmodel")
+        shutil.copytree(saved, mdir / "1" / "savedmodel", copy_function=os.link)
         write_spec(spec, mdir / "1")
         copy_runtime(mdir / "1", "tf")
         shutil.copy2(PKG / "triton_python_model.py", mdir / "1" / "model.py")
