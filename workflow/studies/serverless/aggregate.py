@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 
+import pandas as pd
+
 from repro import cli, tidy
 from studies.serverless import analysis, layout
 
@@ -17,6 +19,9 @@ def build(cfg: dict, root: str = "."):
     expected = layout.expected_raw(cfg)
     df = tidy.collect(expected, layout.STUDY, experiment_of=lambda p: p.split("workload~", 1)[1].split("/", 1)[0],
                       system_kind_of=lambda p: layout.system_kind_of_path(cfg, p), root=root)
+    for col in ("instances", "size"):  # whole numbers, empty where a workload has no such dimension
+        if col in df.columns:
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype("Int64")
     return df, tidy.summarize(df, KEYS)
 
 

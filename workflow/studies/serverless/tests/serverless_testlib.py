@@ -1,0 +1,102 @@
+"""Helpers of the serverless tests: the validated config section, and synthetic tidy tables for the
+claim builders (rows shaped as repro.tidy.collect writes them)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from repro import config as rc
+from repro import testing
+
+REPO = testing.REPO
+
+
+def section(local: bool = True, **overrides) -> dict:
+    """config/config.yaml (+ config/local.yaml) + {"serverless": overrides}, validated, defaults filled."""
+    cfg = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    if local:
+        cfg = rc.deep_merge(cfg, yaml.safe_load((REPO / "config/local.yaml").read_text()))
+    cfg = rc.deep_merge(cfg, {"serverless": {"enabled": True, **overrides}})
+    return rc.validate(cfg)["serverless"]
+
+
+KIND = {"openfaas": "stand-in:openfaas-watchdog", "nuclio-cpp": "stand-in:nuclio-cpp-shell",
+        "nuclio-go": "stand-in:nuclio-go-inprocess", "baseline": "stand-in:baseline-direct-exec",
+        "echo": "stand-in:echo-loopback", "iperf3": "stand-in:iperf3-loopback"}
+
+MiB = 2**20
+
+
+def paper_like() -> dict:
+    """Per configuration the metric values of each repeat (or "failed: why"), shaped like the paper."""
+    d: dict = {}
+    img = {("processing", "openfaas"): {1: 1.0, 2: 2.0, 4: 3.5, 8: 4.2, 16: 4.58},
+           ("processing", "nuclio-cpp"): {1: 1.5, 2: 3.0, 4: 5.5, 8: 6.8, 16: 7.17},
+           ("null-processing", "openfaas"): {1: 1.0, 2: 2.0, 4: 4.0, 8: 8.0, 16: 16.04},
+           ("null-processing", "nuclio-cpp"): {1: 0.95, 2: 1.9, 4: 3.8, 8: 7.5, 16: 14.93}}
+    for (v, p), per in img.items():
+        for n, rate in per.items():
+            d[("image", v, p, n, None)] = {"images_per_s": rate, "throughput": rate * 3}
+    d[("image", "processing", "baseline", 16, None)] = {"images_per_s": 12.58, "throughput": 37.74}
+    sizes = [1024, 2 * MiB, 4 * MiB]
+    single = {"openfaas": [1.0, 5.0, 7.47], "nuclio-cpp": [1.2, 7.0, 9.64], "nuclio-go": [2.0, 12.71, None]}
+    for p, vals in single.items():
+        for n in (1, 4):
+            for s, v in zip(sizes, vals):
+                if v is None:
+                    d[("bytes", "single", p, n, s)] = "failed: HTTP 413: request body exceeds the limit"
+                else:
+                    x = v * (1.0 if n == (1 if p == "nuclio-go" else 4) else 0.9)
+                    d[("bytes", "single", p, n, s)] = {"single_mean": x, "single_gmean": 0.96 * x,
+                                                       "single_hmean": 0.92 * x, "throughput": x}
+    par = {"openfaas": [1.0, 15.0, 20.0], "nuclio-cpp": [1.5, 25.0, 33.27], "nuclio-go": [2.0, 33.25, None]}
+    for p, vals in par.items():
+        for n in (1, 4, 8):
+            for s, v in zip(sizes, vals):
+                d[("bytes", "parallel", p, n, s)] = ("failed: HTTP 413: too large" if v is None
+                                                      else {"throughput": v * n / 8})
+    for s in sizes:
+        d[("limit", "echo", None, None, s)] = {"throughput": 300.0}
+    d[("limit", "iperf3", None, None, None)] = {"throughput": 700.0}
+    return d
+
+
+def tidy_df(data: dict, reps: int = 2) -> pd.DataFrame:
+    rows = []
+    for (w, v, p, n, s), vals in data.items():
+        for rep in range(reps):
+            params = {"workload": w, "variant": v}
+            if p is not None:
+                params["platform"] = p
+            if n is not None:
+                params["instances"] = n
+            if s is not None:
+                params["size"] = s
+            raw = "results/serverless/raw/" + "/".join(f"{k}~{x}" for k, x in params.items()) + f"/rep~{rep}.json"
+            kind = KIND[p] if p else KIND[v]
+            base = {"study": "serverless", "experiment": w, "platform": p, "instances": n, "size": s, **params,
+                    "rep": rep, "system_kind": kind, "raw_file": raw}
+            if isinstance(vals, str):
+                rows.append({**base, "metric": "", "value": float("nan"), "unit": "", "status": "failed",
+                             "failure": vals.removeprefix("failed: ")})
+                continue
+            for m, x in vals.items():
+                rows.append({**base, "metric": m, "value": float(x) * (1 + 0.01 * rep), "unit": "",
+                             "status": "ok", "failure": ""})
+    return pd.DataFrame(rows)
+
+
+def published():
+    from studies.serverless import analysis
+
+    return analysis.read_published(Path(__file__).resolve().parents[1] / "published.csv")
+
+
+def mutate(data: dict, key: tuple, **metrics) -> dict:
+    out = copy.deepcopy(data)
+    out[key] = metrics if metrics else out[key]
+    return out

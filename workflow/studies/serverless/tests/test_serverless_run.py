@@ -1,0 +1,133 @@
+"""A tiny real run of one configuration per platform (the functions behind the faas-standin runtimes,
+the baseline, the limits) through `python3 -m studies.serverless.run`; the tidy table recomputed from
+the raw files equals what the director measured; Nuclio Go's 413 above 2 MiB is a failure record, not
+a job failure; a run without its test images fails loudly with a failure record."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import serverless_testlib as tl
+from repro import rawio, testing
+from studies.serverless import aggregate, analysis, layout
+from studies.serverless import claims as sc
+from tools.fdirector import director as fd
+from tools.fdirector import standin
+
+MiB = 2**20
+
+
+@pytest.fixture(scope="module")
+def built():
+    testing.build_or_skip(None, ["make", "-s", "-C", str(tl.REPO / "systems/faas-functions")], "faas-functions")
+    testing.build_or_skip(None, ["make", "-s", "-C", str(tl.REPO / "systems/faas-standin")], "faas-standin")
+
+
+def _cfg():
+    return tl.section(repeats=1, images={"instances": [2], "count": 4, "size": 64, "small_size": 48},
+                      bytes={"exponents": [10, 21, 22], "parallel": {"instances": [2], "requests": 12},
+                             "single": {"instances": [1], "requests": 8}},
+                      limit={"exponents": [10, 21, 22], "requests": 12, "concurrency": 8, "iperf_seconds": 1})
+
+
+def _run(ws, cfg, *args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(tl.REPO / d) for d in ("workflow/lib", "workflow", ".")))
+    return subprocess.run([sys.executable, "-m", "studies.serverless.run", "--config", json.dumps(cfg), *args],
+                          cwd=ws, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def tiny(built, tmp_path_factory):
+    ws = tmp_path_factory.mktemp("sl")
+    cfg = _cfg()
+    standin.make_test_images(ws / "imgs", 4, size=64, small_size=48)
+    runs = [("image", "processing", "openfaas", 2), ("image", "null-processing", "nuclio-cpp", 2),
+            ("image", "processing", "baseline", 2), ("bytes", "parallel", "nuclio-go", 2),
+            ("bytes", "single", "openfaas", 1), ("bytes", "parallel", "nuclio-cpp", 2)]
+    out = {}
+    for w, v, p, n in runs:
+        extra = ["--images", str(ws / "imgs")] if w == "image" else []
+        out[(w, v, p)] = _run(ws, cfg, "--workload", w, "--variant", v, "--platform", p, "--instances", str(n),
+                              "--rep", "0", *extra)
+    for v in ("echo", "iperf3"):
+        out[("limit", v)] = _run(ws, cfg, "--workload", "limit", "--variant", v, "--rep", "0")
+    return ws, cfg, out
+
+
+def test_every_run_succeeds_and_is_labelled(tiny):
+    ws, cfg, out = tiny
+    for key, p in out.items():
+        assert p.returncode == 0, (key, p.stdout[-2000:], p.stderr[-2000:])
+    raws = sorted((ws / "results/serverless/raw").rglob("*.json"))
+    assert raws
+    for r in raws:
+        rec = rawio.read(r)
+        assert rec["system_kind"].startswith("stand-in:"), (r, rec["system_kind"])
+        assert rec["status"] == "ok"
+
+
+def test_nuclio_go_refuses_above_2MiB_as_a_failure_record(tiny):
+    ws, cfg, out = tiny
+    big = layout.raw_path(layout.bytes_params("parallel", "nuclio-go", 2, 4 * MiB), 0)
+    assert not (ws / big).exists()
+    rec = rawio.read(ws / rawio.failure_path(big))
+    assert rec["status"] == "failed" and "HTTP 413" in rec["failure"]
+    assert rec["sanity"]["expected_refusal"] is True
+    assert (ws / layout.raw_path(layout.bytes_params("parallel", "nuclio-go", 2, 2 * MiB), 0)).exists()
+    assert layout.bytes_job_outputs(cfg, "parallel", "nuclio-go", 2, 0)[-1].endswith("size~2097152/rep~0.json")
+
+
+def test_tidy_table_recomputed_from_the_raw_files(tiny):
+    ws, cfg, out = tiny
+    df, summary = aggregate.build(cfg, root=str(ws))
+    ok = df[df.status == "ok"]
+    assert len(ok.raw_file.unique()) >= 10
+    # every ok run: the table's throughput equals the director's totals recomputed from its requests
+    for raw_file, g in ok.groupby("raw_file"):
+        rec = rawio.read(ws / raw_file)
+        if rec["params"]["variant"] == "iperf3":
+            continue
+        d = fd.load_raw(ws / rec["extra"]["director_raw"])
+        t = fd.recompute_totals(d)
+        got = g[g.metric == "throughput"]["value"].iloc[0]
+        assert got == pytest.approx(t["throughput_mib_s"], rel=1e-9), raw_file
+        assert g[g.metric == "retries"]["value"].iloc[0] == t["retries"]
+        if rec["params"]["workload"] == "image":
+            assert g[g.metric == "images_per_s"]["value"].iloc[0] == pytest.approx(t["requests_per_s"])
+            assert t["requests"] == cfg["images"]["count"]
+    statuses = df.drop_duplicates("raw_file").set_index("raw_file").status
+    big = layout.raw_path(layout.bytes_params("parallel", "nuclio-go", 2, 4 * MiB), 0)
+    assert statuses[str(rawio.failure_path(big))] == "failed"
+    # configurations of the matrix this test did not run are shown as not-run, never as zero
+    assert (statuses == "not-run").sum() > 0
+    assert df[df.status == "not-run"]["value"].isna().all()
+    # Table 3 from the tidy table: the single run's pooled means are the raw file's own
+    t3 = analysis.table3(analysis.read_measurements(_write(ws, df)), tl.published()).set_index("platform")
+    single = rawio.read(ws / layout.raw_path(layout.bytes_params("single", "openfaas", 1, 4 * MiB), 0))
+    assert t3.loc["openfaas", "mean"] == pytest.approx(rawio.value(single, "single_mean"))
+    cl = sc.build(analysis.read_measurements(_write(ws, df)), tl.published(), cfg)
+    refused = [c for c in cl if c.claim_id == "bytes_nuclio_go_fails_above_2MiB"][0]
+    assert refused.verdict == "reproduced" and refused.system_kind == "stand-in:nuclio-go-inprocess"
+
+
+def _write(ws, df):
+    from repro import tidy
+
+    p = ws / "results/serverless/measurements.csv"
+    tidy.write_csv(df, p)
+    return p
+
+
+def test_missing_images_fail_loudly(built, tmp_path):
+    cfg = _cfg()
+    (tmp_path / "none").mkdir()
+    p = _run(tmp_path, cfg, "--workload", "image", "--variant", "processing", "--platform", "openfaas",
+             "--instances", "1", "--rep", "0", "--images", str(tmp_path / "none"))
+    assert p.returncode == 1
+    raw = layout.raw_path(layout.image_params("processing", "openfaas", 1), 0)
+    assert not (tmp_path / raw).exists()
+    assert "no test images" in rawio.read(tmp_path / rawio.failure_path(raw))["failure"]
