@@ -19,8 +19,10 @@ rule storage_build_mdbench:
         "tools/mdtest/build/mdbench",
     log:
         "results/storage/log/build_mdbench.log",
+    params:
+        mpi_env=MPI_ENV,
     shell:
-        "({MPI_ENV}; make -C tools/mdtest) > {log} 2>&1"
+        "({params.mpi_env}; make -C tools/mdtest) > {log} 2>&1"
 
 
 # one rule per benchmark: the outputs of a job are every (size, workers) of that benchmark
