@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import math
 import subprocess
 import time
 
@@ -66,8 +67,13 @@ def run_iperf3(host: str = "127.0.0.1", port: int | None = None, seconds: float 
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10
         while True:  # the server may need a moment to listen; a probe would use up its one test
-            done = subprocess.run([exe, "-c", host, "-p", str(port), "-t", f"{seconds:g}", "-J"],
-                                  capture_output=True, text=True)
+            # iperf3 -t takes whole seconds and 0 means "for ever": at least 1, and a hard bound
+            secs = max(1, math.ceil(seconds))
+            try:
+                done = subprocess.run([exe, "-c", host, "-p", str(port), "-t", str(secs), "-J"],
+                                      capture_output=True, text=True, timeout=secs + 30)
+            except subprocess.TimeoutExpired as exc:
+                raise IperfError(f"iperf3 client did not end within {secs + 30} s") from exc
             refused = "Connection refused" in done.stdout + done.stderr
             if not refused or time.monotonic() > deadline:
                 break
