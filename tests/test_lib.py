@@ -103,6 +103,30 @@ def test_claim_verdicts():
     assert claims.info_claim(claims.Claim(**base), 3.2, 7.3).verdict == "informative"
 
 
+def test_claims_main_writes_builder_claims_and_counts(tmp_path, capsys):
+    """repro.claims.main: --config and the named paths parsed, the builder's claims written to --out
+    with the verdicts it gave, one summary line with the count of every verdict."""
+    base = dict(study="s", claim_id="c", claim="x", paper_ref="r", target="t", output="o")
+    seen = {}
+
+    def builder(args, cfg):
+        seen.update(cfg=cfg, m=args.measurements)
+        return [claims.shape_claim(claims.Claim(**{**base, "claim_id": "a"}), True, "1<2", "a<b"),
+                claims.shape_claim(claims.Claim(**{**base, "claim_id": "b"}), False, "2<1", "a>b"),
+                claims.info_claim(claims.Claim(**{**base, "claim_id": "c"}), 3.0, 7.0)]
+
+    out = tmp_path / "claims.csv"
+    rc = claims.main("doc", "s", builder, paths=("measurements", "out"),
+                     argv=["--config", '{"k": 1}', "--measurements", "m.csv", "--out", str(out)])
+    assert rc == 0 and seen == {"cfg": {"k": 1}, "m": "m.csv"}
+    df = claims.read(out)
+    assert list(df.claim_id) == ["a", "b", "c"]
+    assert list(df.verdict) == ["reproduced", "not reproduced", "informative"]
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == ("s_claims: 3 claims, 2 shape, reproduced 1, not reproduced 1, informative 1, "
+                    "not run 0, failed 0")
+
+
 def test_config_defaults_and_named_errors():
     import yaml
 

@@ -128,3 +128,27 @@ def write(claims: list[Claim], path: str | os.PathLike) -> None:
 
 def read(path: str | os.PathLike) -> pd.DataFrame:
     return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def summary(study: str, cl: list[Claim]) -> str:
+    """One line: how many claims, how many shape claims, and the count of every verdict."""
+    n = {v: sum(c.verdict == v for c in cl) for v in (REPRODUCED, NOT_REPRODUCED, INFO, NOT_RUN, FAILED)}
+    return (f"{study}_claims: {len(cl)} claims, {sum(c.kind == 'shape' for c in cl)} shape, "
+            + ", ".join(f"{k} {v}" for k, v in n.items()))
+
+
+def main(doc: str, study: str, builder, paths=("measurements", "published", "out"), argv=None) -> int:
+    """The command line of a study's claims script: ``--config`` plus one ``--<name>`` per entry of
+    `paths` (one of them ``out``); ``builder(args, cfg)`` returns the claims, written to ``--out``
+    (claims.csv), each shape/value verdict printed, then one summary line. Returns 0 (a claim that
+    is not reproduced is a result, not an error)."""
+    from . import cli  # cli does not import claims; kept local so claims stays importable alone
+
+    args, cfg = cli.parse(doc, *paths, argv=argv)
+    cl = builder(args, cfg)
+    write(cl, args.out)
+    for c in cl:
+        if c.kind in ("shape", "value"):
+            print(f"{c.verdict:15s} {c.claim_id}: {c.reproduced}")
+    print(summary(study, cl))
+    return 0

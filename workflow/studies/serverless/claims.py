@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 import sys
-from collections import Counter
 
 import pandas as pd
 
-from repro import claims, cli
+from repro import claims
 from studies.serverless import analysis, layout
 
 STUDY = "serverless"
@@ -271,17 +270,9 @@ def build(df: pd.DataFrame, pub: pd.DataFrame, cfg: dict) -> list[claims.Claim]:
     return out
 
 
-def main() -> int:
-    a, cfg = cli.parse(__doc__, "measurements", "published", "out")
-    cl = build(analysis.read_measurements(a.measurements), analysis.read_published(a.published), cfg)
-    claims.write(cl, a.out)
-    for c in cl:
-        if c.kind == "shape":
-            print(f"{c.verdict:15s} {c.claim_id}: {c.reproduced}")
-    n = Counter(c.verdict for c in cl)
-    print(f"serverless_claims: {len(cl)} claims, {sum(c.kind == 'shape' for c in cl)} shape, "
-          f"{n[claims.REPRODUCED]} reproduced, {n[claims.NOT_REPRODUCED]} not reproduced, {n[claims.NOT_RUN]} not run")
-    return 0
+def main(argv=None) -> int:
+    return claims.main(__doc__, STUDY, lambda a, cfg: build(analysis.read_measurements(a.measurements),
+                                                            analysis.read_published(a.published), cfg), argv=argv)
 
 
 if __name__ == "__main__":

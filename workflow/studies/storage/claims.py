@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 from repro import claims as rc
-from repro import cli, published
+from repro import published
 
 from studies.storage import analysis
 
@@ -175,12 +175,9 @@ def build(df: pd.DataFrame, limits: pd.DataFrame, pub: pd.DataFrame) -> list[rc.
 
 
 def main(argv=None) -> int:
-    args, cfg = cli.parse(__doc__, "measurements", "limits", "published", "out", argv=argv)
-    out = build(analysis.load(args.measurements), pd.read_csv(args.limits), published.load(args.published))
-    rc.write(out, args.out)
-    for c in out:
-        print(f"{c.claim_id}: {c.verdict} ({c.reproduced})")
-    return 0
+    return rc.main(__doc__, "storage", lambda a, cfg: build(analysis.load(a.measurements), pd.read_csv(a.limits),
+                                                           published.load(a.published)),
+                   paths=("measurements", "limits", "published", "out"), argv=argv)
 
 
 if __name__ == "__main__":
