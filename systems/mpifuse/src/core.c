@@ -401,7 +401,7 @@ static int load_part(mfs_t *m, struct fentry *e)
 				m->rank, (unsigned long long)e->my_off, (unsigned long long)e->my_len, e->path,
 				strerror(-rc));
 	}
-	if (rc == 0 && m->mode == M_OSR) {
+	if (rc == 0 && m->mode == M_OSR && e->meta) {
 		/* Figure 1: meta_buffer = calculate_distribution(size, world_size) */
 		uint64_t t0 = mfs_now_ns();
 		for (int r = 0; r < m->nranks; r++) {
@@ -738,11 +738,13 @@ static void do_create(mfs_t *m, uint64_t id, const char *path, uint64_t size, in
 			/* Figure 1: file_buffer = MPI_Win_allocate(file size),
 			 * meta_buffer = int[file size] */
 			make_window(m, e, size);
-			int rc = mbuf_alloc(m, &e->metabuf, size * sizeof(int));
-			if (rc)
-				mfs_fatal(m, "cannot allocate the %llu byte metadata buffer of %s: %s",
-					  (unsigned long long)(size * sizeof(int)), path, strerror(-rc));
-			e->meta = (int *)e->metabuf.p;
+			if (m->o.meta_buffer) { /* not with meta_buffer=off (Figure 5) */
+				int rc = mbuf_alloc(m, &e->metabuf, size * sizeof(int));
+				if (rc)
+					mfs_fatal(m, "cannot allocate the %llu byte metadata buffer of %s: %s",
+						  (unsigned long long)(size * sizeof(int)), path, strerror(-rc));
+				e->meta = (int *)e->metabuf.p;
+			}
 		} else {
 			make_window(m, e, e->my_len);
 			e->chunk = m->o.chunk ? m->o.chunk : e->part;
@@ -793,8 +795,8 @@ static void do_create(mfs_t *m, uint64_t id, const char *path, uint64_t size, in
 		 * by held_id that its open was counted here) */
 		pthread_mutex_lock(&m->pend_mu);
 		for (struct pend *p = m->pends; p; p = p->next) {
-			if (!p->done && !p->held_id && p->path && p->size == size && p->mtime_ns == mtime &&
-			    !strcmp(p->path, path)) {
+			/* by path: the key is the coordinator's, not this rank's own stat */
+			if (!p->done && !p->held_id && p->path && !strcmp(p->path, path)) {
 				p->held_id = id;
 				e->holders++;
 			}
@@ -936,17 +938,36 @@ static void coord_free(mfs_t *m, struct centry *c)
 	free(c);
 }
 
+/* The key of a distributed file is path + size + mtime as the coordinator
+ * sees them: every rank's open of the same path joins the same copy, even
+ * where ranks' own fstat disagree (attribute caches of a network file system,
+ * clocks). The opener's own size/mtime are used only if the coordinator cannot
+ * stat the file. A file changed on the source gets a new copy. */
+static void coord_key(mfs_t *m, const struct msg_hdr *h, const char *path, uint64_t *size, int64_t *mtime)
+{
+	struct stat st;
+	*size = h->size;
+	*mtime = h->mtime_ns;
+	if (fstatat(m->srcfd, path, &st, 0) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		*size = (uint64_t)st.st_size;
+		*mtime = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+	}
+}
+
 static void coord_acquire(mfs_t *m, struct msg_hdr *h, const char *path)
 {
+	uint64_t size;
+	int64_t mtime;
+	coord_key(m, h, path, &size, &mtime);
 	struct centry *c = m->centries;
-	while (c && !(c->size == h->size && c->mtime_ns == h->mtime_ns && !strcmp(c->path, path)))
+	while (c && !(c->size == size && c->mtime_ns == mtime && !strcmp(c->path, path)))
 		c = c->next;
 	if (!c) {
 		c = calloc(1, sizeof(*c));
 		c->id = ++m->next_id;
 		c->path = strdup(path);
-		c->size = h->size;
-		c->mtime_ns = h->mtime_ns;
+		c->size = size;
+		c->mtime_ns = mtime;
 		c->next = m->centries;
 		m->centries = c;
 		for (int r = 1; r < m->nranks; r++)
@@ -1340,6 +1361,11 @@ static int acquire(mfs_t *m, const char *path, struct stat *st, struct fentry **
 	memset(&p, 0, sizeof(p));
 	p.req = atomic_fetch_add(&m->next_req, 1) + 1;
 	int64_t mt = (int64_t)st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec;
+	/* test hook: a rank-dependent skew of this rank's own mtime, as ranks whose
+	 * network-file-system clients see different mtimes (tests only) */
+	const char *skew = getenv("MPIFUSE_TEST_MTIME_SKEW_NS");
+	if (skew && *skew)
+		mt += (int64_t)m->rank * strtoll(skew, NULL, 10);
 	p.path = path;
 	p.size = (uint64_t)st->st_size;
 	p.mtime_ns = mt;
@@ -1380,6 +1406,18 @@ static int acquire(mfs_t *m, const char *path, struct stat *st, struct fentry **
 			e->holders++;
 		pthread_cond_broadcast(&e->dcv);
 		pthread_mutex_unlock(&e->mu);
+		if (p.held_id && p.held_id != e->id) {
+			/* counted on an older copy of the same path (the file changed on
+			 * the source while this open was in flight): that hold is not ours */
+			struct fentry *o = tab_find(m, p.held_id);
+			if (o) {
+				pthread_mutex_lock(&o->mu);
+				if (o->holders > 0)
+					o->holders--;
+				pthread_cond_broadcast(&o->dcv);
+				pthread_mutex_unlock(&o->mu);
+			}
+		}
 	}
 	pthread_mutex_lock(&e->rmu);
 	e->local_opens++;
@@ -1535,12 +1573,45 @@ static void do_get(mfs_t *m, struct fentry *e, char *dst, uint64_t len, int targ
 	}
 }
 
+/* The paper's Figure 5 variant: OSR without the metadata buffer. The owner
+ * of each byte is inferred from the split made at open ("the same algorithm
+ * to split the file and populate the metadata buffer"); with no buffer there
+ * is no record of what was fetched, so every read fetches its remote bytes
+ * again. Everything else is osr_read's: the same full-size window, the same
+ * MPI_Get per owner run into it at the same offset, the same per-file mutex. */
+static int osr_read_nometa(mfs_t *m, struct fentry *e, char *buf, size_t size, uint64_t off)
+{
+	const int me = m->rank;
+	uint64_t end = off + size;
+	pthread_mutex_lock(&e->mu);
+	uint64_t i = off;
+	while (i < end) {
+		int r = (int)(i / e->part);
+		uint64_t j = (uint64_t)(r + 1) * e->part;
+		if (j > end)
+			j = end;
+		if (r != me) {
+			if (wait_ready(m, e, r)) {
+				pthread_mutex_unlock(&e->mu);
+				return -EIO;
+			}
+			do_get(m, e, e->base + i, j - i, r, i);
+		}
+		i = j;
+	}
+	memcpy(buf, e->base + off, size);
+	pthread_mutex_unlock(&e->mu);
+	return (int)size;
+}
+
 /* The paper's read (Figure 2), including the per-byte metadata buffer. */
 static int osr_read(mfs_t *m, struct fentry *e, char *buf, size_t size, uint64_t off)
 {
 	const int me = m->rank;
 	int *meta = e->meta;
 	uint64_t end = off + size;
+	if (!meta)
+		return osr_read_nometa(m, e, buf, size, off);
 	pthread_mutex_lock(&e->mu);
 	uint64_t tm = mfs_now_ns(), meta_ns = 0;
 	int local = 1; /* in_buffer(offset, size) */
@@ -2032,6 +2103,9 @@ int mpifuse_start(MPI_Comm comm, const char *mode, const char *source, const cha
 		snprintf(err, sizeof(err), "unknown mode '%s' (osr, osr-refined, bcast, passthrough)", mode ? mode : "");
 		rc = -EINVAL;
 	} else if (mfs_parse_opts(&m->o, options, err, sizeof(err))) {
+		rc = -EINVAL;
+	} else if (m->mode != M_OSR && !m->o.meta_buffer) {
+		snprintf(err, sizeof(err), "meta_buffer=off is an osr option (mode %s has no metadata buffer)", mode);
 		rc = -EINVAL;
 	} else if (m->mode == M_BCAST && m->o.bcast_sync > 0 && !m->o.bcast_on_demand) {
 		snprintf(err, sizeof(err), "bcast_sync=barrier needs bcast_on_demand=1");

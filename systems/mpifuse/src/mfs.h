@@ -48,6 +48,9 @@ struct mfs_opts {
 	unsigned poll_us;       /* progress thread sleep while windows live     */
 	unsigned idle_poll_us;  /* progress thread sleep otherwise              */
 	uint64_t align;         /* part boundaries are multiples of this        */
+	int meta_buffer;        /* osr: the per-byte metadata buffer (paper's
+	                         * first version); 0 = owner from the split,
+	                         * no caching (the paper's Figure 5 variant)    */
 	int verbose;
 };
 

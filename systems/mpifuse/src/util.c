@@ -68,6 +68,7 @@ void mfs_default_opts(struct mfs_opts *o)
 	o->readahead_kb = 0;
 	o->poll_us = 200;
 	o->idle_poll_us = 2000;
+	o->meta_buffer = 1;
 	o->align = 4096;
 	o->verbose = 0;
 }
@@ -144,6 +145,7 @@ int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errle
 		SIZEOPT("idle_poll_us", idle_poll_us, 1)
 		SIZEOPT("align", align, 1)
 		BOOLOPT("verbose", verbose)
+		BOOLOPT("meta_buffer", meta_buffer)
 		else if (!strcmp(tok, "readahead_kb")) {
 			if (!strcmp(val, "-1") || !strcasecmp(val, "off"))
 				o->readahead_kb = -1;
@@ -300,6 +302,8 @@ int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
 	jp(&j, "\"global_mpi_lock\":%s,", m->serialized ? "true" : "false");
 	jp(&j, "\"fuse_threads\":%s,", m->o.threads ? "true" : "false");
 	jp(&j, "\"max_read\":%zu,", m->o.max_read);
+	if (m->mode == M_OSR)
+		jp(&j, "\"meta_buffer\":%s,", m->o.meta_buffer ? "true" : "false");
 	if (m->mode == M_BCAST) {
 		jp(&j, "\"bcast_block\":%llu,\"bcast_depth\":%d,", (unsigned long long)m->o.block, m->o.bcast_depth);
 		jp(&j, "\"bcast_on_demand\":%s,", m->o.bcast_on_demand ? "true" : "false");

@@ -30,6 +30,9 @@ CONFIGS = [
     # more data than the per-file memory: small chunk cache (evictions), file backed buffers
     ("osr-refined", 3, "chunk=1M,cache=2M,mem_cap=2M", True),
     ("osr", 2, "mem_cap=1M", False),
+    # the paper's Figure 5 variant: osr without the metadata buffer (every read fetches again)
+    ("osr", 2, "meta_buffer=off", False),
+    ("osr", 3, "meta_buffer=off,threads=off,max_read=131072,readahead_kb=-1", True),
     ("bcast", 2, "mem_cap=1M,block=1M,bcast_depth=2", False),
     # single threaded FUSE, small max_read
     ("osr-refined", 2, "threads=off,max_read=131072,chunk=0", True),
