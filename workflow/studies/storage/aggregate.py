@@ -17,9 +17,20 @@ from studies.storage import analysis, layout
 SUMMARY_BY = ["experiment", "stack", "benchmark", "size", "workers", "limit", "op", "rw", "bs", "system_kind"]
 
 
+INT_COLUMNS = ("workers", "nodes", "rep")
+
+
 def measurements(cfg: dict, root=".") -> pd.DataFrame:
-    return tidy.collect(layout.expected_raw(cfg), layout.STUDY, experiment_of=layout.experiment_of,
-                        system_kind_of=layout.system_kind_of_path(cfg), root=root)
+    """The tidy table. Integer parameters stay integers: a raw record gives ints, a not-run row's path
+    gives text ("4"), and the limit rows have no workers at all (fio) -- without the cast pandas made the
+    column float (summary.csv said workers 1.0, 4.0) or, with a not-run row beside an ok one, mixed
+    text and numbers that the summary could not group."""
+    df = tidy.collect(layout.expected_raw(cfg), layout.STUDY, experiment_of=layout.experiment_of,
+                      system_kind_of=layout.system_kind_of_path(cfg), root=root)
+    for col in INT_COLUMNS:
+        if col in df.columns:
+            df[col] = pd.to_numeric(df[col].replace("", None), errors="raise").astype("Int64")
+    return df
 
 
 def _mix_ceiling(ceil: pd.DataFrame, size: str, mix: dict) -> tuple[float | None, str]:
