@@ -3,24 +3,33 @@
  * prints mdtest's summary format, so one parser reads both:
  *
  *   mdbench -n ITEMS [-w BYTES] [-e BYTES] -d DIR[@DIR...] [-i ITER] [-u] [-F]
- *           [-C] [-T] [-E] [-r] [-v]
+ *           [-D] [--dirs] [-C] [-T] [-E] [-r] [-v]
  *
  *   -n  files per task            -w  bytes written into each file at create
  *   -e  bytes read from each file in the read phase
  *   -d  test directory; DIR1@DIR2@... gives task r the directory r % count
  *   -i  iterations                -u  unique working directory per task
- *   -F  files only (the only mode; directory tests are not implemented)
+ *   -F  files only (the default of mdbench: without --dirs or -D no directory phase runs)
+ *   --dirs  directory phases too, before the file phases (mdtest's default without -F)
+ *   -D  directory phases only (as mdtest's -D)
  *   -C/-T/-E/-r  only create / stat / read / remove (default: all four)
  *
  * Phases of one iteration (each between two barriers, timed on rank 0, rate =
  * all tasks' items / phase time, as mdtest does): tree creation (the test
  * directory and, with -u, one directory per task), file creation (creat +
  * write -w bytes + close), file stat, file read (open + read -e bytes +
- * close), file removal, tree removal.  Any failed call aborts the run
- * (MPI_Abort), as mdtest's FAIL does.
+ * close), file removal, tree removal.  With --dirs or -D, directory creation
+ * (mkdir), directory stat (stat, must be a directory), directory read (opendir +
+ * readdir to the end + closedir) and directory removal (rmdir) of -n directories
+ * per task run after tree creation and before the file phases, as in mdtest;
+ * their rows ("Directory creation" ...) head the summary.  Without either flag
+ * the phases and the summary are exactly those of the files-only mdbench.  Any
+ * failed call aborts the run (MPI_Abort), as mdtest's FAIL does.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <math.h>
 #include <mpi.h>
@@ -36,12 +45,14 @@
 #define MAXP 4096
 #define MAXDIRS 4096
 
-enum { P_TREE_CREATE, P_CREATE, P_STAT, P_READ, P_REMOVE, P_TREE_REMOVE, NPHASE };
+enum { P_TREE_CREATE, P_CREATE, P_STAT, P_READ, P_REMOVE, P_TREE_REMOVE,
+       P_DCREATE, P_DSTAT, P_DREAD, P_DREMOVE, NPHASE };
 
 static int rank, size;
 static long items = 0;
 static long wbytes = 0, rbytes = 0;
 static int iterations = 1, unique = 0, verbose = 0;
+static int do_dirs = 0, do_files = 1; /* --dirs: both; -D: directories only */
 static int do_create, do_stat, do_read, do_remove;
 static char *paths[MAXDIRS];
 static int path_count = 0;
@@ -87,6 +98,13 @@ static void filename(char *out, size_t cap, int iter, long i)
     char d[MAXP];
     taskdir(d, sizeof d, iter);
     pathfit(snprintf(out, cap, "%s/file.mdtest.%d.%ld", d, rank, i), cap, d);
+}
+
+static void dirname_of(char *out, size_t cap, int iter, long i)
+{
+    char d[MAXP];
+    taskdir(d, sizeof d, iter);
+    pathfit(snprintf(out, cap, "%s/dir.mdtest.%d.%ld", d, rank, i), cap, d);
 }
 
 static double phase(int which, int iter)
@@ -153,6 +171,41 @@ static double phase(int which, int iter)
             if (unlink(p)) fail("unlink", p);
         }
         break;
+    case P_DCREATE:
+        for (long i = 0; i < items; i++) {
+            dirname_of(p, sizeof p, iter, i);
+            if (mkdir(p, 0755)) fail("mkdir", p);
+        }
+        break;
+    case P_DSTAT:
+        for (long i = 0; i < items; i++) {
+            struct stat st;
+            dirname_of(p, sizeof p, iter, i);
+            if (stat(p, &st)) fail("stat", p);
+            if (!S_ISDIR(st.st_mode)) {
+                errno = ENOTDIR;
+                fail("stat: not a directory:", p);
+            }
+        }
+        break;
+    case P_DREAD:
+        for (long i = 0; i < items; i++) {
+            dirname_of(p, sizeof p, iter, i);
+            DIR *dp = opendir(p);
+            if (!dp) fail("opendir", p);
+            errno = 0;
+            while (readdir(dp)) {
+            }
+            if (errno) fail("readdir", p);
+            if (closedir(dp)) fail("closedir", p);
+        }
+        break;
+    case P_DREMOVE:
+        for (long i = 0; i < items; i++) {
+            dirname_of(p, sizeof p, iter, i);
+            if (rmdir(p)) fail("rmdir", p);
+        }
+        break;
     case P_TREE_REMOVE:
         if (unique || rank == 0) {
             taskdir(p, sizeof p, iter);
@@ -173,7 +226,7 @@ static void usage(void)
 {
     if (rank == 0)
         fprintf(stderr, "usage: mdbench -n ITEMS [-w BYTES] [-e BYTES] -d DIR[@DIR...] [-i ITER] "
-                        "[-u] [-F] [-C] [-T] [-E] [-r] [-v]\n");
+                        "[-u] [-F] [-D] [--dirs] [-C] [-T] [-E] [-r] [-v]\n");
     MPI_Finalize();
     exit(2);
 }
@@ -199,7 +252,9 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     char *dirarg = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "n:w:e:d:i:uFCTErvz:b:")) != -1) {
+    static const struct option longopts[] = { { "dirs", no_argument, NULL, 1 }, { NULL, 0, NULL, 0 } };
+    int files_only = 0, dirs_only = 0;
+    while ((opt = getopt_long(argc, argv, "n:w:e:d:i:uFDCTErvz:b:", longopts, NULL)) != -1) {
         switch (opt) {
         case 'n': items = atol(optarg); break;
         case 'w': wbytes = atol(optarg); break;
@@ -207,7 +262,9 @@ int main(int argc, char **argv)
         case 'd': dirarg = strdup(optarg); break;
         case 'i': iterations = atoi(optarg); break;
         case 'u': unique = 1; break;
-        case 'F': break;
+        case 'F': files_only = 1; break;
+        case 'D': dirs_only = 1; break;
+        case 1: do_dirs = 1; break;
         case 'C': do_create = 1; break;
         case 'T': do_stat = 1; break;
         case 'E': do_read = 1; break;
@@ -219,6 +276,12 @@ int main(int argc, char **argv)
         }
     }
     if (!dirarg || items <= 0 || iterations <= 0) usage();
+    if (files_only && (dirs_only || do_dirs)) {
+        if (rank == 0) fprintf(stderr, "mdbench: -F (files only) contradicts %s\n", dirs_only ? "-D" : "--dirs");
+        MPI_Finalize();
+        exit(2);
+    }
+    if (dirs_only) do_dirs = 1, do_files = 0;
     if (!do_create && !do_stat && !do_read && !do_remove) do_create = do_stat = do_read = do_remove = 1;
     for (char *s = strtok(dirarg, "@"); s && path_count < MAXDIRS; s = strtok(NULL, "@")) paths[path_count++] = s;
     if (path_count > size) {
@@ -264,7 +327,12 @@ int main(int argc, char **argv)
             double iused = sv.f_files ? 100.0 * (1 - (double)sv.f_ffree / sv.f_files) : 0;
             printf("FS: %.1f GiB   Used FS: %2.1f%%   Inodes: %.1f Mi   Used Inodes: %2.1f%%\n", tot, used, ino, iused);
         }
-        printf("\n%d tasks, %ld files\n", size, items * size);
+        if (do_dirs && do_files)
+            printf("\n%d tasks, %ld files/directories\n", size, items * size);
+        else if (do_dirs)
+            printf("\n%d tasks, %ld directories\n", size, items * size);
+        else
+            printf("\n%d tasks, %ld files\n", size, items * size);
         fflush(stdout);
     }
 
@@ -273,21 +341,32 @@ int main(int argc, char **argv)
         double t;
         t = phase(P_TREE_CREATE, it);
         rate[it * NPHASE + P_TREE_CREATE] = (unique ? size : 1) / t;
-        if (do_create) {
+        if (do_dirs) {
+            static const struct { int phase; int *on; } dp[] = {
+                { P_DCREATE, &do_create }, { P_DSTAT, &do_stat }, { P_DREAD, &do_read }, { P_DREMOVE, &do_remove } };
+            for (size_t k = 0; k < sizeof dp / sizeof dp[0]; k++) {
+                if (!*dp[k].on) continue;
+                t = phase(dp[k].phase, it);
+                rate[it * NPHASE + dp[k].phase] = items * size / t;
+            }
+        }
+        if (do_files && do_create) {
             t = phase(P_CREATE, it);
             rate[it * NPHASE + P_CREATE] = items * size / t;
         }
-        if (do_stat) {
+        if (do_files && do_stat) {
             t = phase(P_STAT, it);
             rate[it * NPHASE + P_STAT] = items * size / t;
         }
-        if (do_read) {
+        if (do_files && do_read) {
             t = phase(P_READ, it);
             rate[it * NPHASE + P_READ] = items * size / t;
         }
         if (do_remove) {
-            t = phase(P_REMOVE, it);
-            rate[it * NPHASE + P_REMOVE] = items * size / t;
+            if (do_files) {
+                t = phase(P_REMOVE, it);
+                rate[it * NPHASE + P_REMOVE] = items * size / t;
+            }
             t = phase(P_TREE_REMOVE, it);
             rate[it * NPHASE + P_TREE_REMOVE] = (unique ? size : 1) / t;
         }
@@ -298,6 +377,12 @@ int main(int argc, char **argv)
     }
 
     if (rank == 0) {
+        static const struct { int phase; const char *label; int *on; } drows[] = {
+            { P_DCREATE, "Directory creation        :", &do_create },
+            { P_DSTAT, "Directory stat            :", &do_stat },
+            { P_DREAD, "Directory read            :", &do_read },
+            { P_DREMOVE, "Directory removal         :", &do_remove },
+        };
         static const struct { int phase; const char *label; int *on; } rows[] = {
             { P_CREATE, "File creation             :", &do_create },
             { P_STAT, "File stat                 :", &do_stat },
@@ -310,8 +395,18 @@ int main(int argc, char **argv)
         printf("   Operation                      Max            Min           Mean        Std Dev\n");
         printf("   ---------                      ---            ---           ----        -------\n");
         double v[iterations];
+        for (size_t r = 0; do_dirs && r < sizeof drows / sizeof drows[0]; r++) {
+            double mx, mn, mean, sd;
+            for (int it = 0; it < iterations; it++) v[it] = rate[it * NPHASE + drows[r].phase];
+            if (!*drows[r].on)
+                mx = mn = mean = sd = 0;
+            else
+                stats(v, iterations, &mx, &mn, &mean, &sd);
+            printf("   %s %14.3f %14.3f %14.3f %14.3f\n", drows[r].label, mx, mn, mean, sd);
+        }
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
             double mx, mn, mean, sd;
+            if (!do_files && rows[r].phase != P_TREE_CREATE && rows[r].phase != P_TREE_REMOVE) continue;
             for (int it = 0; it < iterations; it++) v[it] = rate[it * NPHASE + rows[r].phase];
             if (rows[r].on && !*rows[r].on) {
                 mx = mn = mean = sd = 0;

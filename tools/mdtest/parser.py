@@ -9,14 +9,14 @@ from tools.common import ParseError
 
 _MD_SUMMARY = re.compile(r"^SUMMARY (rate|time):?\s*\(of (\d+) iterations\)", re.MULTILINE)
 _MD_ROW = re.compile(
-    r"^\s+(Directory creation|Directory stat|Directory rename|Directory removal|File creation|"
+    r"^\s+(Directory creation|Directory stat|Directory read|Directory rename|Directory removal|File creation|"
     r"File stat|File read|File removal|File rename|Tree creation|Tree removal)\s*:\s+"
     r"([-\d.eE+]+)\s+([-\d.eE+]+)\s+([-\d.eE+]+)\s+([-\d.eE+]+)")
 _MD_LAUNCH = re.compile(r"^(\S+).*? was launched with (\d+) total task\(s\) on (\d+) node\(s\)", re.MULTILINE)
 
 MDTEST_OPS = {"File creation": "create", "File stat": "stat", "File read": "open",
               "File removal": "remove", "Tree creation": "tree_create", "Tree removal": "tree_remove",
-              "Directory creation": "dir_create", "Directory stat": "dir_stat",
+              "Directory creation": "dir_create", "Directory stat": "dir_stat", "Directory read": "dir_read",
               "Directory removal": "dir_remove", "Directory rename": "dir_rename", "File rename": "rename"}
 
 
@@ -26,7 +26,9 @@ def parse_mdtest(text: str) -> dict:
     Returns ``{"program", "tasks", "nodes", "iterations", "rates": {op: {"max",
     "min", "mean", "std"}}}`` with ops named create/stat/open/remove/... (mdtest's
     "File read" phase opens, reads -e bytes and closes each file: the paper's
-    "open").  Raises ParseError if there is no rate summary.
+    "open"); the directory rows, where the run had them (mdtest without -F, mdbench --dirs or -D),
+    are dir_create/dir_stat/dir_read/dir_remove (and dir_rename).  Raises ParseError if there is no
+    rate summary.
     """
     out: dict = {"program": None, "tasks": None, "nodes": None, "iterations": None, "rates": {}}
     m = _MD_LAUNCH.search(text)

@@ -69,3 +69,61 @@ def test_mdbench_fails_loudly(built, tmp_path):
            "-d", str(tmp_path / "missing" / "deeper")]
     r = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env(), timeout=60)
     assert r.returncode != 0 and "mdbench" in r.stderr
+
+
+def _mdbench(tmp_path, *flags, n=30, tasks=2):
+    d = tmp_path / "d"
+    d.mkdir(exist_ok=True)
+    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-n", str(tasks), str(MDBENCH),
+           "-n", str(n), "-u", "-i", "2", "-w", "3901", "-e", "3901", "-d", str(d), *flags]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env(), timeout=120)
+    return r, d
+
+
+FILE_OPS = {"create", "stat", "open", "remove", "tree_create", "tree_remove"}
+DIR_OPS = {"dir_create", "dir_stat", "dir_read", "dir_remove"}
+
+
+def test_mdbench_files_only_prints_no_directory_rows(built, tmp_path):
+    """-F and the default (no flag) are the files-only mdbench the memfs study uses: no Directory row."""
+    for flags in (["-F"], []):
+        r, d = _mdbench(tmp_path, *flags)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "Directory" not in r.stdout and "2 tasks, 60 files\n" in r.stdout
+        assert set(parse_mdtest(r.stdout)["rates"]) == FILE_OPS
+        assert not any(d.iterdir())
+
+
+def test_mdbench_dirs_adds_directory_phases_before_the_file_phases(built, tmp_path):
+    r, d = _mdbench(tmp_path, "--dirs")
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = parse_mdtest(r.stdout)
+    assert set(res["rates"]) == FILE_OPS | DIR_OPS
+    for op in DIR_OPS | FILE_OPS:
+        assert 0 < res["rates"][op]["min"] <= res["rates"][op]["mean"] <= res["rates"][op]["max"], op
+    rows = [ln.split(":")[0].strip() for ln in r.stdout.splitlines() if ln.startswith("   ") and ":" in ln]
+    assert rows[:5] == ["Directory creation", "Directory stat", "Directory read", "Directory removal",
+                        "File creation"]
+    assert not any(d.iterdir())  # every directory and file removed again
+
+
+def test_mdbench_directories_only(built, tmp_path):
+    r, d = _mdbench(tmp_path, "-D")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert set(parse_mdtest(r.stdout)["rates"]) == DIR_OPS | {"tree_create", "tree_remove"}
+    assert "2 tasks, 60 directories" in r.stdout and not any(d.iterdir())
+
+
+def test_mdbench_refuses_files_only_with_directories(built, tmp_path):
+    r, _ = _mdbench(tmp_path, "-F", "--dirs", tasks=1)
+    assert r.returncode != 0 and "-F (files only) contradicts --dirs" in r.stderr
+
+
+def test_mdbench_directory_phase_fails_loudly_on_a_taken_name(built, tmp_path):
+    """A directory that cannot be created (a file holds its name) aborts the run naming the path."""
+    d = tmp_path / "d"
+    (d / "test-dir.0-0" / "mdtest_tree.0.0").mkdir(parents=True)
+    (d / "test-dir.0-0" / "mdtest_tree.0.0" / "dir.mdtest.0.3").write_text("x")
+    r = subprocess.run(["mpirun", "--oversubscribe", "-n", "1", str(MDBENCH), "-n", "5", "-u", "-D", "-d", str(d)],
+                       capture_output=True, text=True, env=mpi_env(), timeout=60)
+    assert r.returncode != 0 and "mkdir" in r.stderr and "dir.mdtest.0.3" in r.stderr
