@@ -37,7 +37,8 @@ from .layout import NATIVE_LABEL, VARIANTS, expected_source_reads
 KEYS = ["source", "variant", "nodes", "size"]
 PAPER_USE_CASE = {  # published.csv names
     "native": "native", "osr": "OSR", "bcast-local": "Bcast to local", "bcast-shm": "Bcast to /dev/shm",
-    "bcast-nocopy": "Bcast no copy", "passthrough": "Passthrough", "osr-refined": "OSR without metadata buffer",
+    "bcast-nocopy": "Bcast no copy", "passthrough": "Passthrough", "osr-nometa": "OSR without metadata buffer",
+    "osr-refined": "OSR refined (beyond the paper)",
 }
 
 

@@ -8,7 +8,7 @@ knows the matrix itself.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from repro import paramspace
 
@@ -25,6 +25,10 @@ class Variant:
     mode: str | None   # mpifuse mode, None = no file system (native)
     action: str        # hash_source | hash_mount | copy_local | copy_shm
     reads: str         # "n" (every node reads the file from the source) or "1" (read once)
+    # library options that define this use case on top of its mode's (fs_options, fs_options_by_mode):
+    # osr-nometa is osr with exactly one option changed
+    options: dict = field(default_factory=dict)
+    paper: bool = True  # False: our own design, beyond the paper (reported beside, never as the paper's)
 
 
 VARIANTS = {
@@ -36,7 +40,10 @@ VARIANTS = {
         Variant("bcast-shm", "Bcast to /dev/shm", "bcast", "copy_shm", "1"),
         Variant("bcast-nocopy", "Bcast no copy", "bcast", "hash_mount", "1"),
         Variant("passthrough", "Passthrough", "passthrough", "hash_mount", "n"),
-        Variant("osr-refined", "OSR refined", "osr-refined", "hash_mount", "1"),
+        # Figure 5: the paper's OSR without the metadata buffer -- osr, nothing else changed
+        Variant("osr-nometa", "OSR without metadata buffer", "osr", "hash_mount", "1", {"meta_buffer": False}),
+        # our own refined design (own-part window, cached chunks), beyond the paper
+        Variant("osr-refined", "OSR refined (beyond the paper)", "osr-refined", "hash_mount", "1", paper=False),
     )
 }
 VARIANT_ORDER = list(VARIANTS)
@@ -92,6 +99,23 @@ def fs_options(cfg: dict, mode: str) -> dict:
     opts = dict(cfg.get("fs_options", {}))
     opts.update(cfg.get("fs_options_by_mode", {}).get(mode, {}))
     return opts
+
+
+def variant_options(cfg: dict, variant: str) -> dict:
+    """Library options of one use case: its mode's (fs_options_by_mode over fs_options), then its own."""
+    v = VARIANTS[variant]
+    if not v.mode:
+        return {}
+    opts = fs_options(cfg, v.mode)
+    opts.update(v.options)
+    return opts
+
+
+def options_text(opts: dict) -> str:
+    """key=value, sorted, as the report shows them (booleans as on/off, like the library)."""
+    def val(x):
+        return ("on" if x else "off") if isinstance(x, bool) else str(x)
+    return ",".join(f"{k}={val(opts[k])}" for k in sorted(opts)) if opts else "(no file system)"
 
 
 def expand_path(p: str) -> str:

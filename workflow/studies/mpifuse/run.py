@@ -294,7 +294,7 @@ class Bench:
         a, cfg = self.args, self.cfg
         out = layout.raw_path(a.source, v.name, a.nodes, a.size, a.rep, a.raw_dir)
         params = {"source": a.source, "variant": v.name, "nodes": a.nodes, "size": a.size}
-        opts = dict(layout.fs_options(cfg, v.mode), timeout=int(self.timeout)) if v.mode else {}
+        opts = dict(layout.variant_options(cfg, v.name), timeout=int(self.timeout)) if v.mode else {}
         if self.rank == 0:
             self.current_out = out
             self.current_rec = rawio.new_record(layout.STUDY, layout.EXPERIMENT, params, a.rep, self.kind,
