@@ -136,35 +136,38 @@ def test_missing_and_failed_configurations_show_as_such(study):
     assert isinstance(df, pd.DataFrame) and os.path.exists(cwd / "results")
 
 
-def test_a_daemon_killed_mid_run_fails_the_job_with_its_log(study):
-    """MinIO SIGKILLed during a workload: the configuration and the ones after it fail naming the dead
-    daemon and its log, the job exits 1, nothing is left running."""
+@pytest.mark.parametrize("stack,daemon", [("lustre-minio", "minio"), ("juicefs", "redis")])
+def test_a_daemon_killed_mid_run_fails_the_job_with_its_log(study, stack, daemon):
+    """A stack daemon SIGKILLed during a workload (MinIO of the Lustre+MinIO stand-in; Redis, JuiceFS's
+    metadata engine, under the JuiceFS S3 gateway): the configuration and the ones after it fail naming
+    the dead daemon and its log, the job exits 1, the stack is brought down, nothing is left running."""
     import signal
     import time
 
     from systems.storage_common.daemons import Daemon
 
     cwd, cfg, _ = study
-    kill = dict(cfg, stacks=["lustre-minio"], cosbench=dict(cfg["cosbench"], workers=[5, 6], runtime=8))
+    kill = dict(cfg, stacks=[stack], cosbench=dict(cfg["cosbench"], workers=[5, 6], runtime=8, timeout_s=60))
     (cwd / "cfg.json").write_text(json.dumps(kill))
     cmd = (f"exec {sys.executable} -m studies.storage.run stack --config @{cwd}/cfg.json --rep 0"
-           " --stack lustre-minio --benchmark cosbench")
+           f" --stack {stack} --benchmark cosbench")
     p = subprocess.Popen(["bash", "-c", cmd], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     pid = None
     while time.monotonic() < deadline and pid is None:
-        for state in (cwd / "work").glob("lustre-minio-cosbench-rep0-*"):
-            rec = Daemon(state, "minio").read_pid()
+        for state in (cwd / "work").glob(f"{stack}-cosbench-rep0-*"):
+            rec = Daemon(state, daemon).read_pid()
             if rec and (state / "stack.json").exists():
                 pid = rec[0]
         time.sleep(0.2)
-    assert pid, "MinIO did not come up"
+    assert pid, f"{daemon} did not come up"
     time.sleep(3)  # inside the first workload's main stage
     os.kill(pid, signal.SIGKILL)
-    out, _ = p.communicate(timeout=200)
+    out, _ = p.communicate(timeout=400)
     assert p.returncode == 1, out
     for w in (5, 6):
-        rec = rawio.read(rawio.failure_path(cwd / layout.raw_path("lustre-minio", "cosbench", "4KB", w, 0)))
-        assert "DEAD: minio" in rec["failure"] and "minio.log" in rec["failure"], rec["failure"]
-    assert "lustre-minio: down" in out
+        rec = rawio.read(rawio.failure_path(cwd / layout.raw_path(stack, "cosbench", "4KB", w, 0)))
+        assert f"DEAD: {daemon}" in rec["failure"] and f"{daemon}.log" in rec["failure"], rec["failure"]
+    assert f"{stack}: down" in out
     assert not processes_mentioning(str(cwd / "work"))
+    assert not mounts_under(cwd / "work")
