@@ -6,7 +6,11 @@
     cloud:   C_dev = intro + purchasing + migration + sw (8); C_depl = 0 (9);
              C_exe = CSP + internal operation + usage + update/upgrade (10)
 
-Every number comes from the ``tco`` section of the configuration. Writes the
+Every number comes from the ``tco`` section of the configuration; an input the paper
+states as a fraction of another (hardware = 1/3 of the software, cloud introduction/
+purchasing/migration = the software amount) is a formula of that input (``fraction_of``),
+and the cloud price is 0.0204 EUR/h x 730 h / 10 vehicles, each item's formula kept
+in the raw file beside its value. Writes the
 raw model output (``repro.raw/1``, system_kind ``model``) and the month-by-month
 cumulative series for every fleet size.
 
@@ -23,19 +27,67 @@ import pandas as pd
 from repro import cli, rawio, tidy
 
 
+class InputError(ValueError):
+    """A cost item that cannot be resolved (the message names the config key)."""
+
+
 def item_value(item: dict) -> float:
-    """A cost item: a plain value, or an hourly resource shared by several vehicles."""
+    """A plain cost item: a value, or an hourly resource shared by several vehicles."""
     if "value" in item:
         return float(item["value"])
     return float(item["per_hour"]) * float(item["hours_per_month"]) / int(item["shared_by"])
 
 
-def platform_costs(platform: dict) -> dict[str, float]:
-    return {
-        "C_dev": sum(item_value(i) for i in platform["development"].values()),
-        "C_depl": sum(item_value(i) for i in platform["deployment_per_vehicle"].values()),
-        "C_exe": sum(item_value(i) for i in platform["execution_per_vehicle_month"].values()),
-    }
+def _num(x: float) -> str:
+    return f"{x:,.10g}"
+
+
+def resolve_group(group: dict, where: str, currency: str = "EUR") -> dict[str, dict]:
+    """Every item of one cost group (e.g. ``tco.platforms.vehicle.development``) as
+    ``{"value": ..., "formula": ..., "source": ...}``.
+
+    An item ``{fraction_of: <other item>, numerator: a, denominator: b}`` is a/b times another
+    *plain* item of the same group (the paper's "hardware is one third of the software amount",
+    "migration adds up to an equal amount"), so a changed software cost moves it.
+    """
+    out = {}
+    for name, item in group.items():
+        if "fraction_of" in item:
+            ref = item["fraction_of"]
+            if ref not in group:
+                raise InputError(f"{where}.{name}.fraction_of: no item {ref!r} in {where} "
+                                 f"(have {', '.join(sorted(k for k in group if k != name))})")
+            if "fraction_of" in group[ref]:
+                raise InputError(f"{where}.{name}.fraction_of: {ref!r} is itself derived; "
+                                 "derive from a plain item")
+            num, den = float(item.get("numerator", 1)), float(item.get("denominator", 1))
+            base = item_value(group[ref])
+            value = base * num / den
+            formula = f"{_num(num)}/{_num(den)} x {ref} ({_num(base)} {currency})"
+        elif "value" in item:
+            value, formula = float(item["value"]), "given"
+        else:
+            value = item_value(item)
+            formula = (f"{_num(item['per_hour'])} {currency}/h x {_num(item['hours_per_month'])} h"
+                       f" / {int(item['shared_by'])} vehicles")
+        out[name] = {"value": value, "formula": formula, "source": item.get("source", "")}
+    return out
+
+
+GROUPS = (("development", "C_dev"), ("deployment_per_vehicle", "C_depl"), ("execution_per_vehicle_month", "C_exe"))
+
+
+def resolve(cfg: dict) -> dict[str, dict[str, dict[str, dict]]]:
+    """Every item of both platforms, resolved: ``{platform: {group: {item: {...}}}}``."""
+    cur = cfg.get("currency", "EUR")
+    return {p: {g: resolve_group(cfg["platforms"][p].get(g, {}), f"tco.platforms.{p}.{g}", cur)
+                for g, _ in GROUPS}
+            for p in ("vehicle", "cloud")}
+
+
+def platform_costs(resolved: dict) -> dict[str, float]:
+    """C_dev, C_depl, C_exe of one platform: the sums of its resolved items."""
+    return {q: sum(i["value"] for i in resolved[g].values()) for g, q in GROUPS}
 
 
 def lifecycle_months(cfg: dict) -> float:
@@ -94,8 +146,9 @@ def series_break_even(df: pd.DataFrame, fleet: int) -> int | None:
 
 
 def run(cfg: dict) -> tuple[dict, pd.DataFrame]:
-    vehicle = platform_costs(cfg["platforms"]["vehicle"])
-    cloud = platform_costs(cfg["platforms"]["cloud"])
+    items = resolve(cfg)
+    vehicle = platform_costs(items["vehicle"])
+    cloud = platform_costs(items["cloud"])
     months = lifecycle_months(cfg)
     how = cfg.get("break_even_rounding", "floor")
     rec = rawio.new_record("tco", "tco_model", {"lifecycle_years": cfg["lifecycle_years"]}, 0, "model")
@@ -107,7 +160,13 @@ def run(cfg: dict) -> tuple[dict, pd.DataFrame]:
             rawio.metric("C_exe", costs["C_exe"], f"{cur}/month", platform=name),
             rawio.metric("TCO_lifecycle", tco_swc(costs, months), cur, platform=name),
         ]
+    for name, groups in items.items():
+        for g, q in GROUPS:
+            for item, r in groups[g].items():
+                unit = f"{cur}/month" if q == "C_exe" else cur
+                rec["metrics"].append(rawio.metric("input", r["value"], unit, platform=name, quantity=q, item=item))
     rec["metrics"].append(rawio.metric("lifecycle_months", months, "months"))
+    rec["metrics"].append(rawio.metric("months_per_year", int(cfg["months_per_year"]), "months"))
     df = series(vehicle, cloud, list(cfg["fleet_sizes"]), int(cfg["horizon_months"]))
     horizon = max(int(cfg["horizon_months"]), 1)
     for fleet in cfg["fleet_sizes"]:
@@ -124,7 +183,9 @@ def run(cfg: dict) -> tuple[dict, pd.DataFrame]:
             if with_dev and x <= horizon:
                 check = series_break_even(df, fleet)
                 rec["sanity"][f"series_agrees_fleet{fleet}"] = check == math.floor(x + 1e-9)
-    rec["extra"] = {"rounding": how, "costs": {"vehicle": vehicle, "cloud": cloud}}
+    rec["extra"] = {"rounding": how, "costs": {"vehicle": vehicle, "cloud": cloud},
+                    "inputs": {p: {g: {k: {"formula": r["formula"], "source": r["source"]} for k, r in grp.items()}
+                                   for g, grp in groups.items()} for p, groups in items.items()}}
     if not all(v for k, v in rec["sanity"].items() if k.startswith("series_agrees")):
         rec["status"] = "failed"
         rec["failure"] = "analytic break-even disagrees with the month-by-month series"
@@ -133,7 +194,10 @@ def run(cfg: dict) -> tuple[dict, pd.DataFrame]:
 
 def main() -> None:
     args, cfg = cli.parse(__doc__, "raw", "series")
-    rec, df = run(cfg)
+    try:
+        rec, df = run(cfg)
+    except InputError as exc:
+        raise SystemExit(f"invalid configuration: {exc}") from None
     tidy.write_csv(df, args.series)
     if rec["status"] != "ok":
         rawio.write_failure(args.raw, rec, rec["failure"])

@@ -1,43 +1,79 @@
 """The TCO study (paper 000) end to end: numbers match the paper to the cent and month, come
-from the config (a changed parameter changes them), and the tables equal the raw model file."""
+from the config (a changed parameter changes them, derived inputs included), and the tables
+equal the raw model file. Every claim builder fails on data that contradicts the paper."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+from types import SimpleNamespace
 
 import pandas as pd
+import pytest
 import yaml
 
+from repro import claims as rclaims
 from repro import config as rconfig
-from repro.testing import claims_table, raw_metric
+from repro import published as pubvals
+from repro.testing import REPO, claims_table, raw_metric
+from studies.tco import analyze, model
+
+PUBLISHED = REPO / "workflow/studies/tco/published.csv"
+PATHS = SimpleNamespace(table1="t1.csv", inputs="in.csv", lifecycle="l.csv", break_even="be.csv")
+
+
+def tco_config(**changes) -> dict:
+    """The tco section of config/config.yaml, validated against the study's schema only."""
+    raw = yaml.safe_load((REPO / "config/config.yaml").read_text())["tco"]
+    raw = rconfig.deep_merge(raw, changes)
+    schema = {"type": "object", "properties": {"tco": rconfig.study_schema("tco")}}
+    return rconfig.validate({"tco": raw}, schema=schema)["tco"]
+
+
+def build(cfg: dict):
+    rec, _ = model.run(cfg)
+    pub = pubvals.load(PUBLISHED)
+    be = analyze.break_even_table(rec, pub)
+    return rec, pub, be, {c.claim_id: c for c in analyze.build_claims(rec, pub, be, PATHS)}
+
+
+def item(i, group):
+    if "fraction_of" in i:
+        return item(group[i["fraction_of"]], group) * i.get("numerator", 1) / i.get("denominator", 1)
+    return i["value"] if "value" in i else i["per_hour"] * i["hours_per_month"] / i["shared_by"]
 
 
 def test_tco_matches_the_paper_to_the_cent_and_month(snake, workspace):
     snake("tco", "--profile", "profiles/local")
     cl = claims_table(workspace, "tco")
-    assert len(cl) >= 13
+    assert len(cl) == 15
     assert (cl.verdict == "reproduced").all(), cl[cl.verdict != "reproduced"]
+    assert (cl.published != "").all()
     life = pd.read_csv(workspace / "results/tco/tables/tco_lifecycle.csv").set_index("platform")
     assert f"{life.TCO['vehicle']:.2f}" == "200229.20"
     assert f"{life.TCO['cloud']:.2f}" == "180247.92"
     be = pd.read_csv(workspace / "results/tco/tables/break_even.csv")
     got = {(r.fleet, bool(r.with_dev)): int(r.break_even_months) for r in be.itertuples()}
     assert got == {(1000, False): 61, (5000, False): 61, (1000, True): 102, (5000, True): 69}
+    near = cl.set_index("claim_id").loc["break-even-1000-with-dev-near-lifespan"]
+    assert (near.published, near.reproduced, near.unit, near.tolerance) == ("8.3", "8.5", "years", "±5 %")
+    # the cloud price's derivation stands beside the paper's rounded 1.49 EUR
+    inputs = pd.read_csv(workspace / "results/tco/tables/inputs.csv").set_index(["platform", "item"])
+    csp = inputs.loc[("cloud", "csp")]
+    assert csp.formula == "0.0204 EUR/h x 730 h / 10 vehicles" and csp.published == 1.49
+    assert math.isclose(csp.value, 0.0204 * 730 / 10, rel_tol=1e-12)
+    assert inputs.loc[("vehicle", "hardware")].formula == "1/3 x software (150,000 EUR)"
     assert (workspace / "results/tco/figures/figure2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_tco_tables_equal_raw_and_an_independent_recomputation(snake, workspace):
     snake("tco", "--profile", "profiles/local")
     raw = json.loads((workspace / "results/tco/raw/model.json").read_text())
-    cfg = rconfig.validate(yaml.safe_load((workspace / "config/config.yaml").read_text()))["tco"]
+    cfg = tco_config()
     months = cfg["lifecycle_years"] * cfg["months_per_year"]
     plat = cfg["platforms"]
-
-    def item(i):
-        return i["value"] if "value" in i else i["per_hour"] * i["hours_per_month"] / i["shared_by"]
-
-    tot = {p: {k: sum(item(i) for i in plat[p][k].values())
+    tot = {p: {k: sum(item(i, plat[p][k]) for i in plat[p][k].values())
                for k in ("development", "deployment_per_vehicle", "execution_per_vehicle_month")}
            for p in ("vehicle", "cloud")}
     t1 = pd.read_csv(workspace / "results/tco/tables/table1.csv").set_index("platform")
@@ -50,6 +86,8 @@ def test_tco_tables_equal_raw_and_an_independent_recomputation(snake, workspace)
     tidy = pd.read_csv(workspace / "results/tco/measurements.csv")
     assert set(tidy.status) == {"ok"} and set(tidy.system_kind) == {"model"}
     assert len(tidy) == len(raw["metrics"])
+    inputs = pd.read_csv(workspace / "results/tco/tables/inputs.csv")
+    assert len(inputs) == sum(len(g) for p in plat.values() for k, g in p.items() if isinstance(g, dict))
 
 
 def test_tco_changed_parameters_change_results(snake, workspace):
@@ -67,5 +105,123 @@ def test_tco_changed_parameters_change_results(snake, workspace):
     assert math.isclose(row.exact_months, exact, rel_tol=1e-12) and row.break_even_months == math.floor(exact)
     life = pd.read_csv(workspace / "results/tco/tables/tco_lifecycle.csv").set_index("platform")
     assert math.isclose(life.TCO["cloud"], 180000 + 3.9784 * 99.6, abs_tol=0.006)
-    cl = claims_table(workspace, "tco")
-    assert (cl[cl.claim_id == "tco-cloud"].verdict == "not reproduced").all()  # no longer the paper's number
+    cl = claims_table(workspace, "tco").set_index("claim_id")
+    assert cl.verdict["tco-cloud"] == "not reproduced"  # no longer the paper's number
+    assert cl.verdict["cloud-csp-per-vehicle-month"] == "not reproduced"
+
+
+def test_tco_changed_software_cost_moves_the_derived_inputs(snake, workspace):
+    """Hardware = 1/3 of the software and migration = the software amount are formulas: a changed
+    software cost moves them, C_dev, the TCOs and the break-evens."""
+    overlay = workspace / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({"tco": {"platforms": {
+        "vehicle": {"development": {"software": {"value": 300000, "source": "doubled (test)"}}},
+        "cloud": {"development": {"software": {"value": 120000, "source": "changed (test)"}}}}}}))
+    snake("tco", "--profile", "profiles/local", "--configfile", "config/local.yaml", str(overlay))
+    inputs = pd.read_csv(workspace / "results/tco/tables/inputs.csv").set_index(["platform", "item"])
+    assert inputs.value[("vehicle", "hardware")] == 100000
+    assert inputs.value[("cloud", "introduction_purchasing_migration")] == 120000
+    assert inputs.formula[("cloud", "introduction_purchasing_migration")] == "1/1 x software (120,000 EUR)"
+    t1 = pd.read_csv(workspace / "results/tco/tables/table1.csv").set_index("platform")
+    assert (t1.C_dev["vehicle"], t1.C_dev["cloud"]) == (400000, 240000)
+    life = pd.read_csv(workspace / "results/tco/tables/tco_lifecycle.csv").set_index("platform")
+    assert math.isclose(life.TCO["vehicle"], 400000 + 30 + 2 * 99.6, abs_tol=0.006)
+    be = pd.read_csv(workspace / "results/tco/tables/break_even.csv").set_index(["fleet", "with_dev"])
+    exact = (400000 - 240000 + 1000 * 30) / (1000 * (0.0204 * 730 / 10 + 1 - 2))  # 388.4 months
+    assert math.isclose(be.exact_months[(1000, True)], exact, rel_tol=1e-12)
+    assert be.break_even_months[(1000, False)] == 61  # without C_dev nothing moves
+    cl = claims_table(workspace, "tco").set_index("claim_id")
+    for cid in ("table1-vehicle-C_dev", "table1-cloud-C_dev", "tco-vehicle", "tco-cloud",
+                "break-even-1000-with-dev", "break-even-1000-with-dev-near-lifespan"):
+        assert cl.verdict[cid] == "not reproduced", cid
+    assert cl.verdict["break-even-1000-without-dev"] == "reproduced"
+
+
+def test_tco_derived_input_naming_a_missing_item_fails_at_start(snake, workspace):
+    overlay = workspace / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({"tco": {"platforms": {"vehicle": {"development": {"hardware": {
+        "fraction_of": "softwar", "numerator": 1, "denominator": 3, "source": "typo (test)"}}}}}}))
+    proc = snake("-n", "tco", "--profile", "profiles/local", "--configfile", "config/local.yaml", str(overlay),
+                 check=False, timeout=120)
+    assert proc.returncode != 0
+    assert "tco.platforms.vehicle.development.hardware.fraction_of: no item 'softwar'" in proc.stderr + proc.stdout
+    assert not (workspace / "results").exists()
+
+
+# ---------------------------------------------------------------------------
+# each claim builder on data that contradicts the paper (no Snakemake: the builders alone)
+# ---------------------------------------------------------------------------
+def test_claims_hold_on_the_papers_inputs():
+    _, _, _, got = build(tco_config())
+    assert len(got) == 15 and {c.verdict for c in got.values()} == {rclaims.REPRODUCED}
+
+
+@pytest.mark.parametrize("changes, failing", [
+    ({"platforms": {"vehicle": {"development": {"software": {"value": 151000, "source": "t"}}}}},
+     ["table1-vehicle-C_dev", "tco-vehicle", "break-even-1000-with-dev", "break-even-5000-with-dev"]),
+    ({"platforms": {"vehicle": {"deployment_per_vehicle": {"ecu": {"value": 31, "source": "t"}}}}},
+     ["table1-vehicle-C_depl", "tco-vehicle", "break-even-1000-without-dev"]),
+    ({"platforms": {"vehicle": {"execution_per_vehicle_month": {"ota_updates": {"value": 2.01, "source": "t"}}}}},
+     ["table1-vehicle-C_exe", "tco-vehicle"]),
+    ({"platforms": {"cloud": {"development": {"software": {"value": 90100, "source": "t"}}}}},
+     ["table1-cloud-C_dev", "tco-cloud"]),
+    ({"platforms": {"cloud": {"deployment_per_vehicle": {"sim": {"value": 0.01, "source": "t"}}}}},
+     ["table1-cloud-C_depl"]),
+    ({"platforms": {"cloud": {"execution_per_vehicle_month": {"csp": {
+        "per_hour": 0.0205, "hours_per_month": 730, "shared_by": 10, "source": "t"}}}}},
+     ["cloud-csp-per-vehicle-month", "table1-cloud-C_exe", "tco-cloud", "break-even-1000-without-dev"]),
+])
+def test_value_claim_builders_fail_on_other_inputs(changes, failing):
+    _, _, _, got = build(tco_config(**changes))
+    for cid in failing:
+        assert got[cid].verdict == rclaims.NOT_REPRODUCED, (cid, got[cid].reproduced, got[cid].published)
+
+
+def test_break_even_builder_fails_one_month_off():
+    rec, pub, be, _ = build(tco_config())
+    be.loc[(be.fleet == 5000) & be.with_dev, "break_even_months"] = 70
+    got = {c.claim_id: c for c in analyze.claim_break_even(be, pub, "be.csv")}
+    assert got["break-even-5000-with-dev"].verdict == rclaims.NOT_REPRODUCED
+    assert got["break-even-1000-with-dev"].verdict == rclaims.REPRODUCED
+
+
+@pytest.mark.parametrize("m1000, m5000, holds", [(102, 69, True), (60, 70, False), (69, 69, False)])
+def test_fleet_size_builder_fails_when_a_larger_fleet_breaks_even_no_sooner(m1000, m5000, holds):
+    rec, pub, be, _ = build(tco_config())
+    be.loc[(be.fleet == 1000) & be.with_dev, "break_even_months"] = m1000
+    be.loc[(be.fleet == 5000) & be.with_dev, "break_even_months"] = m5000
+    (c,) = analyze.claim_fleet_size(be, "be.csv")
+    assert c.verdict == (rclaims.REPRODUCED if holds else rclaims.NOT_REPRODUCED)
+
+
+@pytest.mark.parametrize("months, verdict", [
+    (102, rclaims.REPRODUCED),       # the paper's 8.5 years vs 8.3
+    (104, rclaims.REPRODUCED),       # 8.67 years: inside 8.3 +- 5 % (8.715)
+    (105, rclaims.NOT_REPRODUCED),   # 8.75 years
+    (69, rclaims.NOT_REPRODUCED),    # the 5,000 fleet's 5.75 years: not "nearly the lifespan"
+    (None, rclaims.NOT_RUN),         # no break-even at all
+])
+def test_near_lifespan_builder_fails_far_from_the_bus_lifespan(months, verdict):
+    rec, pub, be, _ = build(tco_config())
+    sel = (be.fleet == 1000) & be.with_dev
+    be.loc[sel, "break_even_months"] = float("nan") if months is None else months
+    (c,) = analyze.claim_near_lifespan(rec, be, pub, "be.csv")
+    assert c.verdict == verdict and c.published == 8.3
+
+
+def test_near_lifespan_builder_fails_with_a_cheaper_cloud_platform():
+    """Not just edited tables: a cloud price a quarter lower puts the break-even far past the bus's life."""
+    changes = {"platforms": {"cloud": {"execution_per_vehicle_month": {"csp": {
+        "per_hour": 0.0153, "hours_per_month": 730, "shared_by": 10, "source": "t"}}}}}
+    _, _, be, got = build(tco_config(**changes))
+    c = got["break-even-1000-with-dev-near-lifespan"]
+    assert c.verdict == rclaims.NOT_REPRODUCED and c.reproduced > 8.3 * 1.05
+
+
+def test_derived_input_errors_name_the_key():
+    cfg = copy.deepcopy(tco_config())
+    cfg["platforms"]["cloud"]["development"]["x"] = {"fraction_of": "introduction_purchasing_migration",
+                                                      "source": "t"}
+    with pytest.raises(model.InputError, match=r"tco.platforms.cloud.development.x.fraction_of: "
+                                               r"'introduction_purchasing_migration' is itself derived"):
+        model.resolve(cfg)
