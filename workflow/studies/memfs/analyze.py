@@ -54,6 +54,24 @@ def collect(paths: list[str], cfg: dict | None) -> pd.DataFrame:
     for col in ("nodes", "threads"):
         if col in df.columns:
             df[col] = pd.to_numeric(df[col], errors="coerce").astype("Int64")
+    return label_unicast(df)
+
+
+# AMFS Shell multicasts the N-1 file (a software multicast tree); our locality design's "multicast"
+# is every reader node replicating the file from the writer on its own (N-1 unicast pulls, a star).
+N1_UNICAST = ("stand-in:locality N-1 read = N-1 unicast replications from the writer "
+              "(AMFS Shell multicasts; no tree here)")
+
+
+def label_unicast(df: pd.DataFrame) -> pd.DataFrame:
+    """Append the unicast stand-in label to the locality design's N-1 read rows (bandwidth and
+    throughput), so the tidy table, Table 2.1 and every claim built on them say so."""
+    if df.empty or "metric" not in df.columns:
+        return df
+    sel = ((df["experiment"] == "envelope") & (df["design"] == "locality")
+           & df["metric"].astype(str).str.startswith("readN1_"))
+    kinds = df.loc[sel, "system_kind"].fillna("").astype(str)
+    df.loc[sel, "system_kind"] = [k + (";" if k else "") + N1_UNICAST if N1_UNICAST not in k else k for k in kinds]
     return df
 
 
@@ -143,6 +161,220 @@ def _kinds(*stats) -> str:
     return ";".join(ks) or "real"
 
 
+# ----------------------------------------------------------------------------- claims with the paper's numbers
+LARGE = "128MiB"  # the paper's large file size: the 128 MB statements are checked only there
+PAPER_STRIPES = ["64KiB", "128KiB", "256KiB", "512KiB", "1MiB", "2MiB", "4MiB"]  # Figure 2.3a's range
+LINEAR_BAND = (0.8, 1.2)  # fitted exponent b of rate ~ nodes^b that counts as linear
+EQUAL_BAND = 0.25  # "equal" throughputs: within +-25 %
+CLUSTER_ONLY = getattr(C, "CLUSTER_ONLY", "cluster-only")
+LINEAR_WHY = ("over 1-4 nodes an exponent of 0.8 is 3.0x instead of 4x at 4 nodes, a 25 % shortfall, beyond the "
+              "repeat spread of these rates; on one shared 2-core host clients and servers compete for the cores, "
+              "so a CPU-bound local trend fails honestly")
+MARGIN_WHY = ("at least half the paper's margin above 1: the mechanism is per operation, so the direction must hold at "
+              "any scale, while 4 (not 64) nodes on 2 shared cores compress the gap")
+
+
+def exponent(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of log(rate) on log(nodes): rate ~ nodes^b (b = 1 is linear)."""
+    xs = [math.log(n) for n, _ in points]
+    ys = [math.log(v) for _, v in points]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den > 0 else math.nan
+
+
+def metadata_scaling_claim(df, md, net, design, op, linear: bool, quote: str) -> C.Claim:
+    metric = f"{op}_rate"
+    stats = {int(n): mc.stat(df, "metadata", metric, network=net, design=design, nodes=int(n)) for n in md["nodes"]}
+    pts = sorted((n, s["mean"]) for n, s in stats.items() if s["count"] and s["mean"] > 0)
+    lo, hi = LINEAR_BAND
+    who = "MemFS" if design == "memfs" else "The locality-based design's"
+    c = _base(f"metadata-{op}-{'linear' if linear else 'nonlinear'}-{design}",
+              f"{who} {op} rate scales {'linearly' if linear else 'non-linearly (sub-linearly)'} with the nodes",
+              f"Section 2.4.1, Figure 2.6 ({quote})", "exponent", _kinds(*stats.values()),
+              note=f"{net}; {md['ranks_per_node']} rank(s) per node; fit of log(rate) on log(nodes); {LINEAR_WHY}")
+    expected = (f"exponent 1 (linear) over 1-64 nodes: b in [{lo}, {hi}]" if linear
+                else f"exponent below 1 (non-linear): b < {lo}")
+    if len(pts) < 2:
+        C.shape_claim(c, None, "needs two node counts", expected)
+        _verdict_missing(c, *stats.values())
+    else:
+        b = exponent(pts)
+        trend = ", ".join(f"{n}: {mc.fmt(v)}" for n, v in pts)
+        C.shape_claim(c, (lo <= b <= hi) if linear else (b < lo), f"b = {b:.2f}; ops/s by nodes: {trend}", expected)
+    c.tolerance = f"b in [{lo}, {hi}]" if linear else f"b < {lo}"
+    return c
+
+
+def _relation(cid, text, ref, expected, pairs, tol, note, unit="MB/s"):
+    """A claim that every (label, winner stats, loser stats, factor) pair has winner > factor x loser."""
+    stats = [s for _, a, b, _ in pairs for s in (a, b)]
+    c = _base(cid, text, ref, unit, _kinds(*stats), note=note)
+    if any(s["count"] == 0 for s in stats):
+        C.shape_claim(c, None, "; ".join(f"{lab}: {mc.fmt(a['mean'])} vs {mc.fmt(b['mean'])}" for lab, a, b, _ in pairs),
+                      expected)
+        _verdict_missing(c, *stats)
+    else:
+        held = [a["mean"] > f * b["mean"] for _, a, b, f in pairs]
+        C.shape_claim(c, all(held), "; ".join(
+            f"{lab}: {mc.fmt(a['mean'])} vs {mc.fmt(b['mean'])} (x{a['mean'] / b['mean']:.2f})" + ("" if h else " FAILS")
+            for (lab, a, b, _), h in zip(pairs, held)), expected)
+    c.tolerance = tol
+    return c
+
+
+def envelope_claims(df: pd.DataFrame, cfg: dict) -> list:
+    """Figures 2.4 and 2.5 (bandwidth and read()/write() throughput) at the figure network's largest node count."""
+    env = cfg["envelope"]
+    net = env["networks"][0]
+    n = int(max(env["nodes"]))
+
+    def st(metric, design, size):
+        return mc.stat(df, "envelope", metric, network=net, design=design, nodes=n, size=size)
+
+    where = f"{n} nodes, {net}"
+    out = []
+    for size, pub in (("1KiB", "no number in the text (Figure 2.4a)"),
+                      ("1MiB", "Table 2.1 (64 nodes): 29686 vs 24351 MB/s (x1.22)")):
+        out.append(_relation(
+            f"envelope-11-read-memfs-{size}", f"MemFS wins 1-1 read at {mc.size_label(size)} although the locality "
+            "design's reads are local", "Section 2.4.1 ('When reading 1KB and 1MB files over the network, MemFS is faster "
+            "than AMFS for the 1-1 read, even though the AMFS reads are local')", f"MemFS 1-1 read > locality 1-1 read; {pub}",
+            [("1-1 read bw", st("read11_bw", "memfs", size), st("read11_bw", "locality", size), 1.0)],
+            "relation of the means", where))
+    ops = [(f"{op} {what}", f"{op}_{what}") for op in ("write", "read11", "readN1") for what in ("bw", "tput")]
+    out.append(_relation(
+        "envelope-1MiB-every-metric", "At 1 MB MemFS beats the locality design on every MTC Envelope I/O metric",
+        "Section 2.4.1, Figures 2.4b/2.5b ('achieves better I/O performance than locality-based AMFS for all MTC Envelope "
+        "metrics'); Table 2.1", "MemFS > locality for write, 1-1 and N-1 read, bandwidth and throughput; Table 2.1 "
+        "(64 nodes): write 27403 vs 16934, 1-1 read 29686 vs 24351, N-1 read 16053 vs 1216 MB/s",
+        [(lab, st(m, "memfs", "1MiB"), st(m, "locality", "1MiB"), 1.0) for lab, m in ops],
+        "relation of the means, every metric", where + "; throughput in read()/write() calls per s", unit="MB/s | ops/s"))
+    out.append(_relation(
+        f"envelope-write-{LARGE}", "MemFS write beats the locality design's at 128 MB",
+        "Section 2.4.1, Figure 2.4c ('MemFS is faster for write and N-1 read than AMFS')", "MemFS write > locality write "
+        "(no number in the text)", [("write bw", st("write_bw", "memfs", LARGE), st("write_bw", "locality", LARGE), 1.0)],
+        "relation of the means", where + ("" if LARGE in env["sizes"] else "; 128 MB files are not in this config")))
+    # Figure 2.5: AMFS's N-1 throughput equals its 1-1 throughput (the multicast is not timed for throughput)
+    for size in sorted(env["sizes"], key=mc.size_key):
+        a, b = st("readN1_tput", "locality", size), st("read11_tput", "locality", size)
+        c = _base(f"fig25-locality-n1-equals-11-{size}",
+                  f"The locality design's N-1 read throughput equals its 1-1 read throughput ({mc.size_label(size)})",
+                  "Section 2.4.1, Figure 2.5 ('While N-1 read bandwidth is low for AMFS, the N-1 read throughput is equal "
+                  "to the 1-1 read')", "x", _kinds(a, b),
+                  note=f"{where}; both are local reads of the same bytes (the replication is not timed for throughput); "
+                       f"band +-{EQUAL_BAND * 100:g} %: the repeat spread of local throughputs on shared cores")
+        ok = _both(a, b, abs(a["mean"] / b["mean"] - 1) <= EQUAL_BAND if b["count"] and b["mean"] > 0 else False)
+        C.shape_claim(c, ok, f"N-1 {mc.fmt(a['mean'])} vs 1-1 {mc.fmt(b['mean'])} ops/s"
+                      + (f" (x{a['mean'] / b['mean']:.2f})" if ok is not None and b["mean"] > 0 else ""),
+                      "N-1 / 1-1 read throughput = 1")
+        c.tolerance = f"ratio in [{1 - EQUAL_BAND:g}, {1 + EQUAL_BAND:g}]"
+        out.append(_verdict_missing(c, a, b))
+    m = {k: st(f"{k}_tput", "memfs", "1KiB") for k in ("write", "read11", "readN1")}
+    out.append(_relation(
+        "fig25-1KiB-memfs-reads-beat-writes", "At 1 KB MemFS's 1-1 and N-1 reads beat both designs' writes (throughput)",
+        "Section 2.4.1, Figures 2.4a/2.5a ('MemFS 1-1 read and N-1 read ... outperforming corresponding AMFS operations "
+        "and also both MemFS and AMFS write')", "MemFS 1-1 and N-1 read > MemFS write and > locality write",
+        [(f"MemFS {r} vs {d} write", m[r], st("write_tput", d, "1KiB"), 1.0) for r in ("read11", "readN1")
+         for d in ("memfs", "locality")], "relation of the means", where, unit="ops/s"))
+    out.append(_relation(
+        "fig25-1KiB-memfs-reads-beat-locality", "At 1 KB MemFS's 1-1 and N-1 reads beat the locality design's (throughput)",
+        "Section 2.4.1, Figures 2.4a/2.5a ('outperforming corresponding AMFS operations')", "MemFS read > locality read",
+        [(f"{r}", m[r], st(f"{r}_tput", "locality", "1KiB"), 1.0) for r in ("read11", "readN1")],
+        "relation of the means", where, unit="ops/s"))
+    out.append(_relation(
+        "fig25-1MiB-memfs-write-above-n1", "At 1 MB MemFS's write beats its own N-1 read (bandwidth and throughput)",
+        "Section 2.4.1, Figures 2.4b/2.5b ('the MemFS write buffering protocol ... superior performance than N-1 read')",
+        "MemFS write > MemFS N-1 read", [(f"{w}", st(f"write_{w}", "memfs", "1MiB"), st(f"readN1_{w}", "memfs", "1MiB"), 1.0)
+                                         for w in ("bw", "tput")], "relation of the means", where, unit="MB/s | ops/s"))
+    out.append(_relation(
+        "fig25-1MiB-memfs-n1-below-11", "At 1 MB MemFS's N-1 read is below its 1-1 read (bandwidth and throughput)",
+        "Section 2.4.1, Figures 2.4b/2.5b ('[N-1 read] achieves less bandwidth/throughput than 1-1 read')",
+        "MemFS 1-1 read > MemFS N-1 read", [(f"{w}", st(f"read11_{w}", "memfs", "1MiB"), st(f"readN1_{w}", "memfs", "1MiB"), 1.0)
+                                            for w in ("bw", "tput")], "relation of the means", where, unit="MB/s | ops/s"))
+    out.append(_relation(
+        f"fig25-memfs-{LARGE}-below-1MiB", "MemFS's write and 1-1 read bandwidth are lower at 128 MB than at 1 MB",
+        "Section 2.4.1, Figures 2.4c/2.5c ('a decrease in bandwidth/throughput achieved for 128MB files compared to 1MB')",
+        "MemFS at 1 MB > MemFS at 128 MB", [(f"{op} bw", st(f"{op}_bw", "memfs", "1MiB"), st(f"{op}_bw", "memfs", LARGE), 1.0)
+                                            for op in ("write", "read11")], "relation of the means",
+        where + ("; bandwidth only: iozone's record size is the same, so throughput follows it"
+                 + ("" if LARGE in env["sizes"] else "; 128 MB files are not in this config"))))
+    return out
+
+
+def table21_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame) -> list:
+    """Table 2.1 (64 nodes, 1 MB): the relations the text states, with the paper's factors."""
+    tab = cfg["table"]
+    nt = int(tab["nodes"][0])
+    nets = list(tab["networks"])
+
+    def p(metric, net, design):
+        v, _u, _s = published_lookup(pub, metric, net, design)
+        return v
+
+    def md(metric, net, design):
+        return mc.stat(df, "metadata", metric, network=net, design=design, nodes=nt)
+
+    def half_margin(f):
+        return 1 + 0.5 * (f - 1)
+
+    out = []
+    for net in nets:
+        f = p("Open", net, "AMFS") / p("Open", net, "MemFS")
+        out.append(_relation(
+            f"table21-open-locality-above-memfs-{net}", f"The locality design's open rate is far above MemFS's ({net})",
+            "Section 2.4.1, Table 2.1 ('AMFS open performs much better than its MemFS counterpart because all queries are "
+            "local')", f"AMFS/MemFS open = {p('Open', net, 'AMFS'):.0f}/{p('Open', net, 'MemFS'):.0f} = x{f:.2f}",
+            [("open", md("open_rate", net, "locality"), md("open_rate", net, "memfs"), half_margin(f))],
+            f"ratio >= {half_margin(f):.2f}", f"{nt} nodes; {MARGIN_WHY}; at {nt} nodes 1/{nt} of MemFS's opens are "
+            "local too (1/64 in the paper)", unit="ops/s"))
+        f = p("Open", net, "MemFS") / p("Create", net, "MemFS")
+        out.append(_relation(
+            f"table21-memfs-open-above-create-{net}", f"MemFS's open rate is above its create rate ({net})",
+            "Section 2.4.1 ('MemFS open outperforms MemFS create due to Memcached behaviour: get is faster than the "
+            "conjunction of set and append'); Table 2.1",
+            f"MemFS open/create = {p('Open', net, 'MemFS'):.0f}/{p('Create', net, 'MemFS'):.0f} = x{f:.2f}",
+            [("MemFS open vs create", md("open_rate", net, "memfs"), md("create_rate", net, "memfs"), half_margin(f))],
+            f"ratio >= {half_margin(f):.2f}", f"{nt} nodes; {MARGIN_WHY}", unit="ops/s"))
+    if "1GbE" in nets:
+        f = p("N-1 Read Bw", "1GbE", "MemFS") / p("N-1 Read Bw", "1GbE", "AMFS")
+        st = {d: mc.stat(df, "envelope", "readN1_bw", network="1GbE", design=d, nodes=nt, size=tab["size"])
+              for d in ("memfs", "locality")}
+        out.append(_relation(
+            "table21-n1-read-1GbE", "On 1GbE MemFS's N-1 read beats the locality design's",
+            "Section 2.4.1 ('The N-1 read performs better on 1GbE for MemFS compared to AMFS'); Table 2.1",
+            f"MemFS/AMFS N-1 read on 1GbE = 1232/950 = x{f:.2f}",
+            [("N-1 read bw", st["memfs"], st["locality"], half_margin(f))], f"ratio >= {half_margin(f):.2f}",
+            f"{nt} nodes, {mc.size_label(tab['size'])}; {MARGIN_WHY}; the locality side is the unicast stand-in"))
+    if {"IPoIB", "1GbE"} <= set(nets):
+        for op in ("create", "open"):
+            for d, pd_ in (("memfs", "MemFS"), ("locality", "AMFS")):
+                a, b = p(op.capitalize(), "IPoIB", pd_), p(op.capitalize(), "1GbE", pd_)
+                out.append(_relation(
+                    f"table21-{op}-lower-on-1GbE-{d}", f"The {mc.DESIGNS[d]} {op} rate is lower on 1GbE than on IPoIB",
+                    "Section 2.4.1 ('metadata throughput is also determined by the network characteristics for both AMFS "
+                    "and MemFS')", f"IPoIB {a:.0f} > 1GbE {b:.0f} ops/s (x{a / b:.3f})",
+                    [(f"{op} IPoIB vs 1GbE", md(f"{op}_rate", "IPoIB", d), md(f"{op}_rate", "1GbE", d), 1.0)],
+                    "relation of the means", f"{nt} nodes; the paper explains the drop by latency, while the local links "
+                    "differ in bandwidth only (tc HTB, no added delay), and MemFS create drops only 1.6 % in the paper",
+                    unit="ops/s"))
+    return out
+
+
+def not_reproducible_claims() -> list:
+    """Figure 2.16 (the bandwidth microbenchmark): a row that says why it is not run here."""
+    c = _base("fig216-bandwidth-microbenchmark",
+              "MemFS saturates the network with 8 I/O processes per node; application bandwidth is about half the "
+              "system bandwidth", "Section 2.4.2 Cloud results, Figure 2.16a (8 c3.8xlarge) and 2.16b (8 DAS4 nodes)",
+              "MB/s", "real")
+    C.shape_claim(c, None, "not reproducible here, because the experiment needs per-node NIC counters (system = "
+                  "application + memcached traffic) while 1-32 iozone processes per node run with 4 KB records, and "
+                  "this host has 2 cores shared by all nodes (no 8-32 processes per node); no rule implements it, and "
+                  "EC2 c3.8xlarge instances cannot be reached from here",
+                  "network saturated by 8 processes per node (DAS4 and EC2); application bw ~ 1/2 system bw")
+    return [c]
+
+
 def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFrame, lim: pd.DataFrame) -> list:
     env = cfg["envelope"]
     fig_net = env["networks"][0]
@@ -160,38 +392,35 @@ def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFra
     # --- N-1 read: MemFS beats the locality design at every size
     for size in sorted(env["sizes"], key=mc.size_key):
         m, loc, ok = versus("readN1_bw", size, "memfs")
-        c = _base(f"envelope-n1-read-{size}", f"MemFS beats the locality-based design on N-1 read ({mc.size_label(size)} files)",
+        c = _base(f"envelope-n1-read-{size}", f"MemFS beats the locality-based design on N-1 read ({mc.size_label(size)} files; "
+                  "the locality design's multicast is a unicast stand-in)",
                   "Section 2.4.1, Figures 2.4a-c ('For all file sizes, MemFS outperforms AMFS for the N-1 read operation')",
-                  "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}; locality N-1 bandwidth includes the multicast (replicate-on-read)")
+                  "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}; locality N-1 bandwidth includes the 'multicast', here N-1 "
+                  "independent replications that all pull from the writer (AMFS Shell multicasts)")
         C.shape_claim(c, ok, f"MemFS {mc.fmt(m['mean'])} vs locality {mc.fmt(loc['mean'])} MB/s"
                       + (f" (x{m['mean'] / loc['mean']:.2f})" if ok is not None and loc["mean"] > 0 else ""),
                       "MemFS N-1 read > locality N-1 read")
         out.append(_verdict_missing(c, m, loc))
 
-    # --- 1-1 read at 128 MB: the locality design wins (local reads)
+    # --- 1-1 read at 128 MB: the locality design wins (local reads); only at 128 MB (not at a smaller largest size)
     big = max(env["sizes"], key=mc.size_key)
-    m, loc, ok = versus("read11_bw", big, "locality")
-    c = _base(f"envelope-11-read-{big}", f"The locality-based design wins 1-1 read at {mc.size_label(big)} (all its reads are local)",
+    m, loc, ok = versus("read11_bw", LARGE, "locality")
+    c = _base(f"envelope-11-read-{LARGE}", "The locality-based design wins 1-1 read at 128 MB (all its reads are local)",
               "Section 2.4.1, Figure 2.4c; Section 2.4.3 ('AMFS achieves better bandwidth for 1-1 read for large file sizes (128MB)')",
-              "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}")
+              "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}" + ("" if LARGE in env["sizes"] else
+                                                                          "; 128 MB files are not in this config"))
     C.shape_claim(c, ok, f"locality {mc.fmt(loc['mean'])} vs MemFS {mc.fmt(m['mean'])} MB/s", "locality 1-1 read > MemFS 1-1 read")
     out.append(_verdict_missing(c, m, loc))
 
-    # --- metadata: MemFS create/open rates grow with nodes
+    # --- metadata (Figure 2.6): MemFS create and open scale linearly, AMFS open linearly, AMFS create not
     md = cfg["metadata"]
     md_net = md["networks"][0]
-    lo, hi = int(min(md["nodes"])), int(max(md["nodes"]))
-    for op, metric in (("create", "create_rate"), ("open", "open_rate")):
-        a = mc.stat(df, "metadata", metric, network=md_net, design="memfs", nodes=lo)
-        b = mc.stat(df, "metadata", metric, network=md_net, design="memfs", nodes=hi)
-        ok = _both(a, b, b["mean"] > a["mean"])
-        s = mc.series(df, "metadata", metric, "nodes", network=md_net, design="memfs")
-        trend = ", ".join(f"{int(r['nodes'])}: {mc.fmt(r['mean'])}" for _, r in s.iterrows())
-        c = _base(f"metadata-{op}-scaling", f"MemFS {op} rate grows with the number of nodes",
-                  "Section 2.4.1, Figure 2.6 ('MemFS achieves linear scalability for both open and create')",
-                  "ops/s", _kinds(a, b), note=f"{md_net}; {md['ranks_per_node']} rank(s) per node")
-        C.shape_claim(c, ok, f"ops/s by nodes: {trend}", f"rate at {hi} nodes > rate at {lo} node(s)")
-        out.append(_verdict_missing(c, a, b))
+    for design, op, linear, ref in (
+            ("memfs", "create", True, "'MemFS achieves linear scalability for both open and create'"),
+            ("memfs", "open", True, "'MemFS achieves linear scalability for both open and create'"),
+            ("locality", "open", True, "'only AMFS open scales linearly'"),
+            ("locality", "create", False, "'Non-linear scalability for AMFS create'")):
+        out.append(metadata_scaling_claim(df, md, md_net, design, op, linear, ref))
 
     # --- remote 1-1 read of the locality design is slower than MemFS's 1-1 read
     tab = cfg["table"]
@@ -226,19 +455,31 @@ def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFra
     sw = cfg["sweeps"]
     s = mc.series(df, "stripe", "write_bw", "stripe", network=sw["network"], nodes=int(sw["nodes"][0]))
     st512 = mc.stat(df, "stripe", "write_bw", network=sw["network"], nodes=int(sw["nodes"][0]), stripe="512KiB")
-    c = _base("fig23a-stripe-512KiB", "512 KiB is near the best stripe size for writes (within 10 % of the best)",
+    measured = set(s["stripe"]) if not s.empty else set()
+    missing = [x for x in PAPER_STRIPES if x not in measured]
+    c = _base("fig23a-stripe-512KiB", "512 KiB achieves the best write bandwidth of the stripe sizes 64 KiB - 4 MiB",
               "Section 2.3.2, Figure 2.3a ('a stripe size of 512KB ... achieves the best bandwidth when writing files')",
-              "MB/s", st512["system_kind"] or "real", note=f"{sw['nodes'][0]} nodes, {sw['size']} files, {sw['network']}")
+              "MB/s", st512["system_kind"] or "real",
+              note=f"{sw['nodes'][0]} nodes, {sw['size']} files, {sw['network']}; tolerance: a stripe size beats 512 KiB only "
+                   "if its mean exceeds 512 KiB's by more than the two means' standard errors added (repeat noise on "
+                   "shared cores)" + (f"; not measured: {', '.join(missing)}" if missing else "; the paper's full range"))
+    expected = "512 KiB has the highest mean write bandwidth (ties within the repeats' standard errors count)"
     if s.empty or st512["count"] == 0:
-        C.shape_claim(c, None, "", "write_bw(512 KiB) >= 0.9 x best")
+        C.shape_claim(c, None, "", expected)
         _verdict_missing(c, st512)
     else:
+        def se(r):
+            return (float(r["std"]) if r["count"] > 1 and not math.isnan(r["std"]) else 0.0) / math.sqrt(max(r["count"], 1))
+        s512 = s[s["stripe"] == "512KiB"].iloc[0]
+        beaten = [r["stripe"] for _, r in s.iterrows()
+                  if r["stripe"] != "512KiB" and r["mean"] - s512["mean"] > se(r) + se(s512)]
         best = s.loc[s["mean"].idxmax()]
-        ratio = st512["mean"] / best["mean"]
         order = ", ".join(f"{r['stripe']}: {mc.fmt(r['mean'])}" for _, r in
                           s.assign(k=s["stripe"].map(mc.size_key)).sort_values("k").iterrows())
-        C.shape_claim(c, ratio >= 0.9, f"512 KiB at {ratio:.2f} of the best ({best['stripe']}); MB/s by stripe: {order}",
-                      "write_bw(512 KiB) >= 0.9 x best")
+        C.shape_claim(c, None if missing else not beaten, f"best {best['stripe']} ({mc.fmt(best['mean'])}); 512 KiB at "
+                      f"{st512['mean'] / best['mean']:.2f} of it" + (f"; beaten beyond noise by {', '.join(beaten)}" if beaten else "")
+                      + f"; MB/s by stripe: {order}" + ("; no verdict: the sweep lacks part of the paper's range"
+                                                        if missing else ""), expected)
     out.append(c)
 
     # --- Figure 2.3b: read bandwidth grows with prefetch threads, then flattens
@@ -287,6 +528,9 @@ def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFra
                        note=f"configured {mc.fmt(r['link_configured_mbit'])} Mbit/s")
             C.info_claim(ci, r["link_measured_mbit"], float(pubnet.iloc[0]["value"]) if not pubnet.empty else "")
             out.append(ci)
+    out += envelope_claims(df, cfg)
+    out += table21_claims(df, cfg, pub)
+    out += not_reproducible_claims()
     rss = mc.stat(df, "envelope", "fuse_rss_max", network=fig_net, design="memfs", nodes=n_max, size=big)
     pub_rss = pub[pub["metric"] == "FUSE process memory"]
     ci = _base("fuse-rss", "Memory of one MemFS FUSE process", "Section 2.4.2 ('each FUSE process allocates around 200MB')",
