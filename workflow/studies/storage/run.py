@@ -37,7 +37,8 @@ REPO = Path(__file__).resolve().parents[3]
 DRIVER = REPO / "tools" / "cosbench" / "build" / "cosbench-driver"
 MDBENCH = REPO / "tools" / "mdtest" / "build" / "mdbench"
 STACK_SCRIPT = {"ceph": "ceph", "lustre-minio": "minio", "juicefs": "juicefs"}
-MDTEST_OPS = ("create", "stat", "open", "remove")
+MDTEST_OPS = ("create", "stat", "open", "remove")            # files (mdtest -F / mdbench)
+MDTEST_DIR_OPS = ("dir_create", "dir_stat", "dir_read", "dir_remove")  # directories (mdtest, mdbench --dirs)
 
 
 def say(msg: str) -> None:
@@ -172,7 +173,7 @@ def mpi_prefix(launcher: str, tasks: int) -> list[str]:
 def run_mdtest(cfg: dict, directory: Path, tasks: int, outdir: Path, launcher: str) -> tuple[list, dict]:
     m = cfg["mdtest"]
     tool, kind = mdtest_tool(cfg)
-    files_only = m["files_only"] or kind == "mdbench"
+    files_only = m["files_only"]
     if outdir.exists():
         shutil.rmtree(outdir)
     outdir.mkdir(parents=True)
@@ -182,13 +183,15 @@ def run_mdtest(cfg: dict, directory: Path, tasks: int, outdir: Path, launcher: s
            "-e", str(m["read_bytes"]), "-i", str(m["iterations"]), "-u", "-d", str(testdir)]
     if files_only:
         cmd.append("-F")
+    elif kind == "mdbench":
+        cmd.append("--dirs")  # mdtest's default (no -F) is files and directories; mdbench's is files only
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=m["timeout_s"])
     (outdir / "mdtest.txt").write_text(f"$ {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
     shutil.rmtree(testdir, ignore_errors=True)
     if r.returncode != 0:
         raise RuntimeError(f"{kind} exit {r.returncode}: {(r.stderr or r.stdout)[-2000:]}")
     parsed = parse_mdtest(r.stdout)
-    missing = [op for op in MDTEST_OPS if op not in parsed["rates"]]
+    missing = [op for op in MDTEST_OPS + (() if files_only else MDTEST_DIR_OPS) if op not in parsed["rates"]]
     if missing:
         raise RuntimeError(f"{kind}: no rate for {missing}")
     out = []

@@ -54,8 +54,8 @@ ST_STAND_INS = [
         "and writes COSBench's CSV columns (COSBench itself cannot be fetched here); its own ceiling "
         "against an in-memory S3 endpoint is measured in the same run",
         (
-            "mdtest: tools/mdtest's mdbench (mdtest-compatible, files only: no directory or rename "
-            "rows) where the real mdtest is not on PATH"
+            "mdtest: tools/mdtest's mdbench (mdtest-compatible: create/stat/read/remove of files and, "
+            "with --dirs, directories; no rename rows) where the real mdtest is not on PATH"
         ),
         (
             "nodes: every stack runs on this one host (127.0.0.1), Ceph with "

@@ -1,4 +1,5 @@
-"""Table 5 (paper 002): mdtest max / min / mean rates per operation and stack (means over repeats),
+"""Table 5 (paper 002): mdtest max / min / mean rates per operation and stack (means over repeats;
+files, then directories where the run had them: create, stat, read, remove each),
 with the published statement beside (the paper's Table 5 values did not survive the text extraction).
 
     python3 -m studies.storage.table5 --config CFG --measurements M --published P --out T
@@ -24,5 +25,7 @@ if __name__ == "__main__":
         out["std_of_mean"] = out.set_index(["stack", "system_kind", "workers", "op"]).index.map(std["std"]).values
         out["repeats"] = out.set_index(["stack", "system_kind", "workers", "op"]).index.map(std["n"]).values
         out["published"] = pub["note"] if pub is not None else ""
-        out = out[cols]
+        rank = {op: i for i, op in enumerate(analysis.OP_LABELS)}
+        out = out.assign(_o=out["op"].map(lambda o: rank.get(o, len(rank))))
+        out = out.sort_values(["stack", "workers", "_o"])[cols].reset_index(drop=True)
     tidy.write_csv(out, args.out)
