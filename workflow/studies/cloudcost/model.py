@@ -10,6 +10,9 @@ On-premises (7): C_onprem(m) = CapEx + sum_{k<=m} OpEx(k) with
   electricity = (N P_server + P_network + P_cooling) * hours / 1000 * tariff,
   maintenance = r * hardware CapEx / 12, depreciation = hardware CapEx / (12 * years);
   maintenance and depreciation provisions start in month ``provisions_start_month``.
+The on-premises model's own assumptions (``onprem.model``: hours per month, the month the
+provisions start, whether depreciation is OpEx) are the same for every tier, each with its
+source, and go into the inputs table beside the prices.
 
     python3 -m studies.cloudcost.model --config '<cloudcost config JSON>' \
         --raw results/cloudcost/raw/model.json --series results/cloudcost/raw/series.csv \
@@ -43,28 +46,37 @@ def capex(t: dict) -> float:
     return hardware_capex(t) + t["facilities"]["value"]
 
 
-def electricity_month(t: dict) -> float:
+MODEL_KEYS = ("hours_per_month", "provisions_start_month", "depreciation_in_opex")
+
+
+def model_assumptions(cfg: dict) -> dict:
+    """``onprem.model`` as plain values: hours_per_month, provisions_start_month, depreciation_in_opex."""
+    return {k: cfg["onprem"]["model"][k]["value"] for k in MODEL_KEYS}
+
+
+def electricity_month(t: dict, model: dict) -> float:
     """Eq. (10): kWh per month times the tariff."""
     p = t["power_w"]
     watts = t["servers"]["count"] * p["server_each"] + p["network"] + p["cooling"]
-    return watts * t["hours_per_month"] / 1000.0 * t["electricity_per_kwh"]["value"]
+    return watts * model["hours_per_month"] / 1000.0 * t["electricity_per_kwh"]["value"]
 
 
-def opex_parts(t: dict, month: int) -> dict[str, float]:
+def opex_parts(t: dict, month: int, model: dict) -> dict[str, float]:
     """Eq. (9) for month ``month`` (1-based)."""
-    provisions = month >= t["provisions_start_month"]
+    provisions = month >= model["provisions_start_month"]
     hw = hardware_capex(t)
     return {
-        "electricity": electricity_month(t),
+        "electricity": electricity_month(t, model),
         "maintenance": t["maintenance_rate_per_year"]["value"] * hw / 12.0 if provisions else 0.0,
         "depreciation": (hw / (12.0 * t["depreciation_years"]["value"])
-                         if provisions and t["depreciation_in_opex"] else 0.0),
+                         if provisions and model["depreciation_in_opex"] else 0.0),
         "staff": t["staff_hours_per_month"]["value"] * t["staff_wage_per_hour"]["value"],
         "licenses": t["licenses_per_month"]["value"],
     }
 
 
 def series(cfg: dict) -> pd.DataFrame:
+    model = model_assumptions(cfg)
     cloud_month = float(cloud_breakdown(cfg["cloud"])["monthly_cost"].sum())
     rows = []
     for m in range(0, cfg["horizon_months"] + 1):
@@ -74,7 +86,7 @@ def series(cfg: dict) -> pd.DataFrame:
         cum = capex(t)
         rows.append({"month": 0, "option": f"on-premises {name}", "monthly_cost": cum, "cumulative_cost": cum})
         for m in range(1, cfg["horizon_months"] + 1):
-            month_cost = sum(opex_parts(t, m).values())
+            month_cost = sum(opex_parts(t, m, model).values())
             cum += month_cost
             rows.append({"month": m, "option": f"on-premises {name}", "monthly_cost": month_cost,
                          "cumulative_cost": cum})
@@ -94,11 +106,31 @@ def break_even(df: pd.DataFrame, option: str) -> tuple[int | None, bool]:
     return first, bool(cheaper.loc[first:].all())
 
 
+def projected_break_even(df: pd.DataFrame, option: str, model: dict, opex_later: float) -> int | None:
+    """Where an option is not cheaper within the horizon: the month it would be, continuing the
+    horizon's last monthly costs (None if the cloud's monthly bill is not the higher one then)."""
+    horizon = int(df.month.max())
+    if horizon < model["provisions_start_month"]:
+        return None
+    cloud = df[df.option == "cloud"].set_index("month")
+    own = df[df.option == option].set_index("month")
+    gap = float(cloud.monthly_cost.loc[horizon]) - opex_later
+    behind = float(own.cumulative_cost.loc[horizon] - cloud.cumulative_cost.loc[horizon])
+    if gap <= 0:
+        return None
+    return horizon + int(behind // gap) + 1
+
+
 def inputs_table(cfg: dict) -> pd.DataFrame:
     rows = [{"side": "cloud", "tier": "", "item": f"{r.service}.{r.resource}",
              "value": r.unit_price, "unit": f"{cfg['currency']}/{r.unit}", "quantity": r.quantity,
              "assumed": r.assumed, "source": r.source}
             for r in cloud_breakdown(cfg["cloud"]).itertuples()]
+    for key in MODEL_KEYS:
+        v = cfg["onprem"]["model"][key]
+        rows.append({"side": "on-premises", "tier": "(all)", "item": f"model.{key}", "value": v["value"],
+                     "unit": {"hours_per_month": "h/month", "provisions_start_month": "month"}.get(key, ""),
+                     "quantity": "", "assumed": v.get("assumed", True), "source": v["source"]})
     for name, t in cfg["onprem"]["tiers"].items():
         for key, v in t.items():
             if not isinstance(v, dict):
@@ -121,7 +153,12 @@ def inputs_table(cfg: dict) -> pd.DataFrame:
 def run(cfg: dict) -> tuple[dict, pd.DataFrame]:
     cur = cfg["currency"]
     df = series(cfg)
+    model = model_assumptions(cfg)
     rec = rawio.new_record("cloudcost", "cost_model", {"horizon_months": cfg["horizon_months"]}, 0, "model")
+    rec["metrics"].append(rawio.metric("horizon_months", cfg["horizon_months"], "months"))
+    rec["metrics"].append(rawio.metric("hours_per_month", model["hours_per_month"], "h/month"))
+    rec["metrics"].append(rawio.metric("provisions_start_month", model["provisions_start_month"], "month"))
+    rec["metrics"].append(rawio.metric("depreciation_in_opex", bool(model["depreciation_in_opex"]), "bool"))
     cb = cloud_breakdown(cfg["cloud"])
     for r in cb.itertuples():
         rec["metrics"].append(rawio.metric("cloud_monthly", r.monthly_cost, f"{cur}/month",
@@ -129,8 +166,8 @@ def run(cfg: dict) -> tuple[dict, pd.DataFrame]:
     rec["metrics"].append(rawio.metric("cloud_monthly_total", cb.monthly_cost.sum(), f"{cur}/month"))
     for name, t in cfg["onprem"]["tiers"].items():
         rec["metrics"].append(rawio.metric("capex", capex(t), cur, tier=name))
-        first = opex_parts(t, 1)
-        later = opex_parts(t, max(t["provisions_start_month"], 1))
+        first = opex_parts(t, 1, model)
+        later = opex_parts(t, max(model["provisions_start_month"], 1), model)
         for part, value in first.items():
             rec["metrics"].append(rawio.metric(f"opex_{part}", value, f"{cur}/month", tier=name, phase="first"))
         rec["metrics"].append(rawio.metric("opex_monthly", sum(first.values()), f"{cur}/month", tier=name,
@@ -140,6 +177,10 @@ def run(cfg: dict) -> tuple[dict, pd.DataFrame]:
         month, stays = break_even(df, f"on-premises {name}")
         if month is not None:
             rec["metrics"].append(rawio.metric("break_even_month", month, "months", tier=name))
+        else:
+            projected = projected_break_even(df, f"on-premises {name}", model, sum(later.values()))
+            if projected is not None:
+                rec["metrics"].append(rawio.metric("break_even_month_projected", projected, "months", tier=name))
         rec["sanity"][f"stays_cheaper_{name}"] = stays if month is not None else None
     return rawio.finish(rec), df
 

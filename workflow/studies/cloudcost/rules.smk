@@ -30,11 +30,14 @@ register_study(
     "tables": [
         {
             "path": CLOUDCOST_OUT["break_even"],
-            "caption": "CapEx, OpEx and the month from which each on-premises tier is cheaper",
+            "caption": "CapEx, OpEx and the month from which each on-premises tier is cheaper (all three tiers; "
+                       "where none within the horizon, the month it would be if the last month's costs went on)",
         },
         {
             "path": CLOUDCOST_OUT["inputs"],
-            "caption": "Every price input with its source (all assumptions: the paper omits Tables 6 and 7)",
+            "caption": "Every input with its source: the prices (all assumptions: the paper omits Tables 6 and 7) "
+                       "and the on-premises model's own assumptions (hours per month, the month the depreciation "
+                       "and maintenance provisions start, depreciation counted as OpEx)",
         },
     ],
     "stand_ins": [],
@@ -85,6 +88,7 @@ rule cloudcost_aggregate:
         raw=CLOUDCOST_OUT["raw"],
         series=CLOUDCOST_OUT["series"],
         inputs=CLOUDCOST_OUT["inputs"],
+        published=f"{STUDIES}/cloudcost/published.csv",
     output:
         measurements=CLOUDCOST_OUT["measurements"],
         break_even=CLOUDCOST_OUT["break_even"],
@@ -97,11 +101,9 @@ rule cloudcost_aggregate:
         ANALYSIS_IMAGE
     resources:
         **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("cloudcost"),
     shell:
         "python3 -m studies.cloudcost.analyze --raw {input.raw} --series {input.series}"
-        " --inputs {input.inputs} --config {params.cfg}"
+        " --inputs {input.inputs} --published {input.published}"
         " --measurements {output.measurements} --break-even {output.break_even}"
         " --claims {output.claims} > {log} 2>&1"
 
