@@ -60,7 +60,7 @@ def collect(paths: list[str], cfg: dict | None) -> pd.DataFrame:
 # AMFS Shell multicasts the N-1 file (a software multicast tree); our locality design's "multicast"
 # is every reader node replicating the file from the writer on its own (N-1 unicast pulls, a star).
 N1_UNICAST = ("stand-in:locality N-1 read = N-1 unicast replications from the writer "
-              "(AMFS Shell multicasts; no tree here)")
+              "(AMFS Shell multicasts, no tree here)")
 
 
 def label_unicast(df: pd.DataFrame) -> pd.DataFrame:
