@@ -125,7 +125,7 @@ register_study(
             },
             {
                 "path": MEMFS_OUT["figure24"],
-                "caption": "Figure 2.4: MTC Envelope bandwidth (MB/s) vs nodes for 1 KB, 1 MB and 128 MB files: write, 1-1 read, N-1 read of MemFS and of the locality-based design (our re-implementation of AMFS's policy; its N-1 bandwidth includes the multicast by replicate-on-read; dashed: its remote 1-1 read).",
+                "caption": "Figure 2.4: MTC Envelope bandwidth (MB/s) vs nodes for 1 KB, 1 MB and 128 MB files: write, 1-1 read, N-1 read of MemFS and of the locality-based design (our re-implementation of AMFS's policy; its N-1 bandwidth includes the 'multicast', a unicast stand-in: every reader replicates the file from the writer; dashed: its remote 1-1 read).",
             },
             {
                 "path": MEMFS_OUT["figure25"],
@@ -151,7 +151,7 @@ register_study(
             },
         ],
         "stand_ins": [
-            "MTC Envelope (2.4.1): the locality-based design is our re-implementation of AMFS's policy inside MemFS (--policy locality: writes only to the node's own memcached, replicate-on-read, owners via user.memfs.owners) - AMFS's code is not public; its locality-aware placement is the benchmark placing each 1-1 reader on the file's node, its multicast is every node replicating the file (a star from the source, not AMFS Shell's tree).",
+            "MTC Envelope (2.4.1): the locality-based design is our re-implementation of AMFS's policy inside MemFS (--policy locality: writes only to the node's own memcached, replicate-on-read, owners via user.memfs.owners) - AMFS's code is not public; its locality-aware placement is the benchmark placing each 1-1 reader on the file's node, its multicast is every node replicating the file: N-1 independent unicast pulls from the writer (a star), not AMFS Shell's multicast; the locality N-1 read rows and claims carry this unicast stand-in in system_kind.",
             "MTC Envelope (2.4.1): where a network is marked emulated (locally: both), each system node is a network namespace on one host with its veth link shaped by tc HTB (IPoIB stand-in 8 Gbit/s, 1GbE 1 Gbit/s, no added latency); memcached, MemFS (FUSE), iozone and the metadata benchmark are real. All nodes share this host's cores, so aggregate rates cannot grow with nodes where the CPU (or, for metadata, the scheduling delay of every cross-node round trip), not the link, is the bottleneck.",
             "MTC Envelope (2.4.1): iozone's throughput mode is used (one process per file of a batch; single-file mode re-opens the file it just created, which a write-once file system refuses), with its 2 s untimed sleeps skipped by an LD_PRELOAD shim (tools/iozone/build/libnosleep.so); bandwidth and throughput come from iozone's own per-child timings.",
             "MTC Envelope (2.4.1): mdtest (IOR project) is in no reachable registry; tools/mdtest/mdbench (C, MPI) follows mdtest's phases, flags and summary format and is used where mdtest is not on PATH (the memfs image builds the real mdtest).",
