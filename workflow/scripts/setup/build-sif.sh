@@ -2,7 +2,10 @@
 # Build containers/<name>.def into a .sif, reusing a cached image when the
 # definition (and every file it copies in, and the build arguments) is unchanged.
 #
-#   build-sif.sh DEF OUT [--bootstrap debootstrap|docker] [--mirror URL|auto] [--cache DIR]
+#   build-sif.sh DEF OUT [--bootstrap debootstrap|docker] [--mirror URL|auto] [--cache DIR] [--build-arg K=V]...
+#
+# --build-arg K=V: a further %arguments value (e.g. BASE=containers/sif/ceph.sif for an image
+# layered on another with Bootstrap: localimage); a file value is hashed into the cache key.
 #
 # The cache key is a hash of the .def, the files named in its %files section and
 # the build arguments, so a changed pin rebuilds and an unchanged one is a copy.
@@ -10,11 +13,13 @@ set -euo pipefail
 def=$1 out=$2
 shift 2
 bootstrap=debootstrap mirror=auto cache=${REPRO_CACHE:-$HOME/.cache/repro}/sif
+extra=()
 while [ $# -gt 0 ]; do
     case $1 in
         --bootstrap) bootstrap=$2; shift 2 ;;
         --mirror) mirror=$2; shift 2 ;;
         --cache) cache=$2; shift 2 ;;
+        --build-arg) extra+=(--build-arg "$2"); shift 2 ;;
         *) echo "build-sif: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -40,9 +45,10 @@ for ca in "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/c
 done
 mv -f "$staged" "$stage/host-ca.crt"
 
-name=$(basename "$def" .def)
+name=$(basename "$out" .sif)
 files=$(awk '/^%files/{f=1;next} /^%/{f=0} f && NF {print $1}' "$def")
-key=$( { cat "$def"; for f in $files; do sha256sum "$f"; done; echo "$bootstrap $mirror"; } |
+key=$( { cat "$def"; for f in $files; do sha256sum "$f"; done; echo "$bootstrap $mirror"
+         for a in "${extra[@]}"; do echo "$a"; v=${a#*=}; if [ -f "$v" ]; then sha256sum "$v"; fi; done; } |
        sha256sum | cut -c1-16)
 cached=$cache/$name-$key.sif
 mkdir -p "$cache" "$(dirname "$out")"
@@ -52,7 +58,7 @@ else
     echo "build-sif: building $name (key $key, bootstrap $bootstrap, mirror $mirror)"
     tmp=$cached.tmp.$$
     trap 'rm -f "$tmp"' EXIT
-    apptainer build --force --build-arg "BOOTSTRAP=$bootstrap" --build-arg "MIRROR=$mirror" "$tmp" "$def"
+    apptainer build --force --build-arg "BOOTSTRAP=$bootstrap" --build-arg "MIRROR=$mirror" "${extra[@]}" "$tmp" "$def"
     mv "$tmp" "$cached"
 fi
 cp --reflink=auto "$cached" "$out.tmp.$$"

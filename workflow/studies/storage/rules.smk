@@ -25,6 +25,34 @@ rule storage_build_mdbench:
         "({params.mpi_env}; make -C tools/mdtest) > {log} 2>&1"
 
 
+rule storage_layer_image:
+    """A stack image with a benchmark layer (containers/{layer}.def: Bootstrap localimage on the
+    stack's .sif): <stack>-cosbench.sif (COSBench 0.4.2 + Java 8), <stack>-mdtest.sif (Open MPI +
+    IOR/mdtest). Used when storage.cosbench.tool = cosbench / storage.mdtest.container = layered."""
+    input:
+        definition="containers/{layer}.def",
+        base=f"{SIF_DIR}/{{base}}.sif",
+        builder=f"{SCRIPTS}/setup/build-sif.sh",
+    output:
+        f"{SIF_DIR}/{{base}}-{{layer}}.sif",
+    log:
+        "results/containers/log/{base}-{layer}.log",
+    wildcard_constraints:
+        base="ceph|minio|juicefs",
+        layer="cosbench|mdtest",
+    resources:
+        runtime=90,
+        mem_mb=4000,
+    params:
+        cache=config["containers"]["cache_dir"],
+    shell:
+        "{input.builder} {input.definition} {output} --build-arg BASE={input.base}"
+        " --cache {params.cache} > {log} 2>&1"
+
+
+ruleorder: storage_layer_image > build_container
+
+
 # one rule per benchmark: the outputs of a job are every (size, workers) of that benchmark
 for _st_bench in st_layout.BENCHMARKS:
 
@@ -32,7 +60,7 @@ for _st_bench in st_layout.BENCHMARKS:
         name:
             f"storage_{_st_bench}_run"
         input:
-            st_system_inputs,
+            st_system_inputs(_st_bench),
             code=study_code("storage", "run", "layout"),
         output:
             st_layout.job_output_patterns(ST, _st_bench),
@@ -47,7 +75,7 @@ for _st_bench in st_layout.BENCHMARKS:
             **n_plus_1_resources(ST_NODES, runtime=ST["runtime_minutes"]),
         params:
             bench=_st_bench,
-            exec=lambda wc: system_exec(ST_IMAGES[wc.stack]),
+            exec=lambda wc, b=_st_bench: system_exec(st_image(wc.stack, b)),
             cfg=lambda wc: study_json("storage"),
             mpi_env=MPI_ENV,
             launcher_kind=LAUNCHER,

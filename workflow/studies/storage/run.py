@@ -118,6 +118,15 @@ def run_cosbench(cfg: dict, stack: str, info: dict, size: str, workers: int, out
         shutil.rmtree(outdir)
     outdir.mkdir(parents=True)
     (outdir / name).write_text(xml)
+    if c["tool"] == "cosbench":  # the real COSBench 0.4.2 (cluster image): same XML, same CSV layout
+        from tools.cosbench import real as cosreal
+
+        try:
+            cosreal.run(outdir / name, outdir, Path(c["home"]), c["timeout_s"],
+                        workdir=Path(cfg["paths"]["work_dir"]) / f"cosbench-{os.getpid()}")
+        except cosreal.CosbenchError as e:
+            raise RuntimeError(f"COSBench 0.4.2: {e}") from e
+        return cosbench_metrics(outdir), {"workload": name, "tool": "cosbench 0.4.2"}
     cmd = [str(DRIVER), "run", str(outdir / name), "--out", str(outdir), "--no-oplog", "--quiet"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=c["timeout_s"])
     (outdir / "driver.log").write_text(r.stdout + r.stderr)
@@ -125,6 +134,19 @@ def run_cosbench(cfg: dict, stack: str, info: dict, size: str, workers: int, out
         raise RuntimeError(f"cosbench-driver exit {r.returncode}: {(r.stderr or r.stdout)[-2000:]}")
     metrics = cosbench_metrics(outdir)
     return metrics, {"workload": name, "exit": r.returncode}
+
+
+def cosbench_tool_check(cfg: dict) -> str:
+    """The COSBench tool's version string; a missing tool fails the job before its stack comes up."""
+    c = cfg["cosbench"]
+    if c["tool"] == "cosbench":
+        if not (Path(c["home"]) / "cli.sh").exists():
+            raise SystemExit(f"storage.cosbench.tool = cosbench but storage.cosbench.home = {c['home']} holds no "
+                             "cli.sh (COSBench 0.4.2: the layered image containers/cosbench.def)")
+        return "COSBench 0.4.2"
+    if not os.access(DRIVER, os.X_OK):
+        raise SystemExit(f"{DRIVER} missing: make -C tools/cosbench")
+    return "cosbench-driver 1.0"
 
 
 def cosbench_metrics(outdir: Path) -> list[dict]:
@@ -211,7 +233,9 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str) ->
     work = Path(cfg["paths"]["work_dir"])
     state = work / f"{stack}-{benchmark}-rep{rep}-{os.getpid()}"
     needs_daemons = not (stack == "lustre-minio" and benchmark == "mdtest")
-    versions = {"cosbench-driver": "cosbench-driver 1.0"} if benchmark == "cosbench" else {}
+    versions = {"cosbench": cosbench_tool_check(cfg)} if benchmark == "cosbench" else {}
+    if benchmark == "mdtest":
+        mdtest_tool(cfg)  # fails before the stack comes up when the tool is missing
     params_of = {c["size"] + str(c["workers"]): c for c in confs}
     raws = {k: layout.raw_path(stack, benchmark, c["size"], c["workers"], rep) for k, c in params_of.items()}
 

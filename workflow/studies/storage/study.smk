@@ -29,6 +29,21 @@ ST_OUT = {
 }
 ST_LOCAL_BUILD = not config["containers"]["use_for_benchmarks"]
 ST_IMAGES = {"ceph": "ceph", "lustre-minio": "minio", "juicefs": "juicefs"}
+# layers on a stack image (containers/<layer>.def, Bootstrap: localimage): the real COSBench and
+# Open MPI + IOR/mdtest beside the stack's daemons, when the config asks for them
+ST_LAYER = {
+    "cosbench": "cosbench" if ST["cosbench"]["tool"] == "cosbench" else None,
+    "mdtest": "mdtest" if ST["mdtest"]["container"] == "layered" else None,
+}
+
+
+def st_image(stack, bench):
+    """The image a stack x benchmark job runs in: the stack's, or its layered variant."""
+    layer = ST_LAYER[bench] if config["containers"]["use_for_benchmarks"] else None
+    return f"{ST_IMAGES[stack]}-{layer}" if layer else ST_IMAGES[stack]
+
+
+ST_ALL_IMAGES = sorted({st_image(s, b) for s in ST["stacks"] for b in st_layout.BENCHMARKS} | {"minio"})
 
 
 def st_bench(what, **wc):
@@ -69,7 +84,7 @@ ST_STAND_INS = [
 
 register_study(
     "storage",
-    images=["ceph", "minio", "juicefs"],
+    images=ST_ALL_IMAGES,
     kick=ST_KICK,
     title="Storage stacks for HPC over cloud: Ceph, Lustre+MinIO, JuiceFS+MinIO+Redis (COSBench, mdtest)",
     paper="002: Sec. 4, Figures 4-6, Table 5, Sec. 6 (the cost model is the cloudcost study)",
@@ -119,11 +134,14 @@ register_study(
 )
 
 
-def st_system_inputs(wc):
-    files = system_image_input(ST_IMAGES[wc.stack])
-    if ST_LOCAL_BUILD:
-        files += ["tools/cosbench/build/cosbench-driver", "tools/mdtest/build/mdbench"]
-    return files
+def st_system_inputs(bench):
+    def inputs(wc):
+        files = system_image_input(st_image(wc.stack, bench))
+        if ST_LOCAL_BUILD:
+            files += ["tools/cosbench/build/cosbench-driver", "tools/mdtest/build/mdbench"]
+        return files
+
+    return inputs
 
 
 def st_raw_inputs(wildcards):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 from repro import paramspace
 
@@ -55,6 +56,26 @@ def test_full_scale_plan(snake, workspace):
     assert c.get("storage_limit_run") == "6" and c.get("storage_claims") == "1"
     for img in ("ceph", "minio", "juicefs"):
         assert f"containers/sif/{img}.sif" in out
+        # the cluster's benchmark layers: real COSBench 0.4.2 and Open MPI + IOR/mdtest on each stack image
+        for layer in ("cosbench", "mdtest"):
+            assert f"input: containers/{layer}.def, containers/sif/{img}.sif" in out, (img, layer)
+            assert f"input: containers/sif/{img}-{layer}.sif, workflow/studies/storage/run.py" in out, (img, layer)
+    assert c.get("storage_layer_image") == "6"
+
+
+def test_real_cosbench_or_mdtest_missing_fails_before_the_stack_comes_up(tmp_path, monkeypatch):
+    """tool: cosbench with no COSBench at home, or tool: mdtest with no mdtest on PATH: the job stops
+    naming the key before any daemon starts (no state directory is made)."""
+    from studies.storage import run
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    for over, key in (({"cosbench": {"tool": "cosbench", "home": str(tmp_path / "nope")}}, "storage.cosbench.home"),
+                      ({"mdtest": {"tool": "mdtest"}}, "storage.mdtest.tool")):
+        cfg = section(paths={"work_dir": str(tmp_path / "work")}, **over)
+        bench = "cosbench" if "cosbench" in over else "mdtest"
+        with pytest.raises(SystemExit, match=key.replace(".", r"\.")):
+            run.run_stack(cfg, "juicefs", bench, 0, "local")
+        assert not list((tmp_path / "work").glob("juicefs-*")) if (tmp_path / "work").exists() else True
 
 
 def test_local_plan_and_disabled_by_default(snake, workspace):
