@@ -25,6 +25,7 @@ include: "workflow/studies/mpifuse/rules.smk"
 include: "workflow/studies/memfs/rules.smk"
 include: "workflow/studies/storage/rules.smk"
 include: "workflow/studies/serverless/rules.smk"
+include: "workflow/studies/inference/rules.smk"
 include: "workflow/rules/containers.smk"
 include: "workflow/rules/report.smk"
 

@@ -1,0 +1,184 @@
+"""The inference study's parameter space and raw-file paths (the inference-framework paper).
+
+Everything takes the study's config section (``config["inference"]``); the matrix is in the
+config, never here. Raw files (``repro.raw/1``):
+
+  results/inference/raw/experiment~serve/server~<s>/model~<m>/users~<u>/rep~<r>.json
+  results/inference/raw/experiment~raw_rate/model~<m>/framework~<torch|tf>/rep~<r>.json
+  results/inference/raw/experiment~ceiling/users~<u>/rep~<r>.json
+
+One serve job (server x model x repeat) starts the server, runs Locust once per user count and
+writes one raw file per user count; Locust's own CSVs and generator.json lie under
+results/inference/locust/server~<s>/model~<m>/rep~<r>/users~<u>/. Configurations the paper could
+not run are in the matrix but never jobs: TF Serving with the full-length Wav2Vec2 ("not run, as
+in the paper") and BART on anything but TorchServe ("not servable, as in the paper").
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from repro import paramspace
+
+STUDY = "inference"
+RAW_DIR = "results/inference/raw"
+LOCUST_DIR = "results/inference/locust"
+RAWRATE_DIR = "results/inference/rawrate"
+MODELS_FILE = "results/inference/models.json"
+
+_SRC = Path(__file__).resolve().parents[3] / "systems" / "inference" / "src"
+if str(_SRC) not in sys.path:  # the stdlib-only spec of systems/inference (one list of kinds)
+    sys.path.insert(0, str(_SRC))
+from repro_inference.spec import SYSTEM_KINDS  # noqa: E402
+
+SERVERS = ("torchserve", "triton-pytorch", "triton-tensorflow", "tfserving")
+MODELS = ("resnet50", "wav2vec2", "wav2vec2_truncated", "bart")
+LABELS = {"torchserve": "TorchServe", "triton-pytorch": "Triton (PyTorch)",
+          "triton-tensorflow": "Triton (TensorFlow)", "tfserving": "TF Serving"}
+MODEL_LABELS = {"resnet50": "ResNet50", "wav2vec2": "Wav2Vec2", "wav2vec2_truncated": "Wav2Vec2 truncated",
+                "bart": "BART"}
+PROTOCOL = {"torchserve": "torchserve", "triton-pytorch": "triton", "triton-tensorflow": "triton",
+            "tfserving": "tfserving"}
+FRAMEWORK = {"torchserve": "torch", "triton-pytorch": "torch", "triton-tensorflow": "tf", "tfserving": "tf"}
+# kinds that may serve each of the paper's servers (same protocol, same framework)
+ALLOWED_KINDS = {"torchserve": ("torchserve",), "triton-pytorch": ("triton-pytorch", "triton-python-torch"),
+                 "triton-tensorflow": ("triton-tensorflow", "triton-python-tf"),
+                 "tfserving": ("tfserving", "tfserving-standin")}
+# the paper's configurations that were never measured, and why (shown as such, never filled)
+BY_DESIGN = {
+    ("tfserving", "wav2vec2"): "not run (as in the paper): TF Hub's SavedModel fixes 50,000 samples (Sec. IV.D)",
+    **{(s, "bart"): "not servable (as in the paper): .generate() cannot be traced/exported (Sec. IV.D)"
+       for s in SERVERS if s != "torchserve"},
+}
+
+
+class LayoutError(ValueError):
+    """A configuration the study cannot run; the message names the key."""
+
+
+def check(cfg: dict) -> None:
+    """Start-up checks beyond the schema (each names its key)."""
+    for server, kind in cfg["kinds"].items():
+        if kind not in ALLOWED_KINDS[server]:
+            raise LayoutError(f"inference.kinds.{server}: {kind!r} cannot serve {server} "
+                              f"(allowed: {', '.join(ALLOWED_KINDS[server])})")
+    if cfg["kick"]["server"] not in cfg["servers"]:
+        raise LayoutError(f"inference.kick.server: {cfg['kick']['server']!r} is not in inference.servers")
+    if cfg["kick"]["model"] not in cfg["models"]:
+        raise LayoutError(f"inference.kick.model: {cfg['kick']['model']!r} is not in inference.models")
+    if (cfg["kick"]["server"], cfg["kick"]["model"]) in BY_DESIGN:
+        raise LayoutError(f"inference.kick: {cfg['kick']} is a configuration the paper could not run")
+    for server in cfg["usability"]["scores"]:
+        n = len(cfg["usability"]["criteria"])
+        if len(cfg["usability"]["scores"][server]) != n:
+            raise LayoutError(f"inference.usability.scores.{server}: {n} scores expected (one per criterion)")
+
+
+def kind_of(cfg: dict, server: str) -> str:
+    return cfg["kinds"][server]
+
+
+def system_kind(cfg: dict, server: str) -> str:
+    return SYSTEM_KINDS[kind_of(cfg, server)]
+
+
+def reps(cfg: dict) -> list[int]:
+    return list(range(cfg["repeats"]))
+
+
+def users(cfg: dict) -> list[int]:
+    return sorted(cfg["users"])
+
+
+def by_design(server: str, model: str) -> str:
+    return BY_DESIGN.get((server, model), "")
+
+
+# ------------------------------------------------------------------ serve
+def serve_params(server: str, model: str, n_users) -> dict:
+    return {"experiment": "serve", "server": server, "model": model, "users": int(n_users)}
+
+
+def raw_path(params: dict, rep, raw_dir: str = RAW_DIR) -> str:
+    return f"{raw_dir}/{paramspace.param_path(params)}/rep~{rep}.json"
+
+
+def locust_dir(server: str, model: str, rep) -> str:
+    return f"{LOCUST_DIR}/server~{server}/model~{model}/rep~{rep}"
+
+
+def serve_pairs(cfg: dict) -> list[tuple[str, str]]:
+    """Every (server, model) of the matrix, the ones the paper could not run included."""
+    return [(s, m) for m in cfg["models"] for s in cfg["servers"]]
+
+
+def serve_jobs(cfg: dict) -> list[dict]:
+    """One job per server x model x repeat that runs (the by-design gaps are not jobs)."""
+    return [{"server": s, "model": m, "rep": r} for s, m in serve_pairs(cfg) if not by_design(s, m)
+            for r in reps(cfg)]
+
+
+def serve_outputs(cfg: dict, server: str, model: str, rep) -> list[str]:
+    return [raw_path(serve_params(server, model, u), rep) for u in users(cfg)]
+
+
+# ------------------------------------------------------------------ limits
+def rawrate_params(model: str, framework: str) -> dict:
+    return {"experiment": "raw_rate", "model": model, "framework": framework}
+
+
+def rawrate_pairs(cfg: dict) -> list[tuple[str, str]]:
+    """(model, framework) of every served configuration: the same model in each framework it is served in."""
+    out = []
+    for s, m in serve_pairs(cfg):
+        if not by_design(s, m) and (m, FRAMEWORK[s]) not in out:
+            out.append((m, FRAMEWORK[s]))
+    return out
+
+
+def rawrate_jobs(cfg: dict) -> list[dict]:
+    if not cfg["raw_rate"]["enabled"]:
+        return []
+    return [{"model": m, "framework": f, "rep": r} for m, f in rawrate_pairs(cfg) for r in reps(cfg)]
+
+
+def ceiling_params(n_users) -> dict:
+    return {"experiment": "ceiling", "users": int(n_users)}
+
+
+def ceiling_outputs(cfg: dict, rep) -> list[str]:
+    return [raw_path(ceiling_params(u), rep) for u in sorted(cfg["ceiling"]["users"])]
+
+
+def ceiling_jobs(cfg: dict) -> list[int]:
+    return reps(cfg) if cfg["ceiling"]["enabled"] else []
+
+
+# ------------------------------------------------------------------ everything
+def expected_raw(cfg: dict) -> list[str]:
+    """Every raw file of the matrix (the aggregation's rows: ok, failed, not run or not run by design)."""
+    out = [raw_path(serve_params(s, m, u), r) for s, m in serve_pairs(cfg) for r in reps(cfg) for u in users(cfg)]
+    out += [raw_path(rawrate_params(j["model"], j["framework"]), j["rep"]) for j in rawrate_jobs(cfg)]
+    for r in ceiling_jobs(cfg):
+        out += ceiling_outputs(cfg, r)
+    return out
+
+
+def job_outputs(cfg: dict) -> list[str]:
+    """What the run jobs must write (expected_raw minus the configurations the paper could not run)."""
+    return [p for p in expected_raw(cfg) if not by_design_path(p)]
+
+
+def by_design_path(path: str) -> str:
+    p = paramspace.parse_path(path)
+    return by_design(p.get("server", ""), p.get("model", "")) if p.get("experiment") == "serve" else ""
+
+
+def system_kind_of_path(cfg: dict, path: str) -> str:
+    p = paramspace.parse_path(path)
+    return system_kind(cfg, p["server"]) if p.get("experiment") == "serve" else "real"
+
+
+def experiment_of(path: str) -> str:
+    return paramspace.parse_path(path).get("experiment", "")

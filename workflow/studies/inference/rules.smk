@@ -1,0 +1,227 @@
+# The inference-framework paper: the rules. The study's declaration (paths, report entry, helper
+# functions) is study.smk; the Snakefile includes this file, which includes it.
+
+
+include: "study.smk"
+
+
+rule inference_prepare:
+    """Every model in the formats each server needs (systems/inference prepare --cached: the
+    directory is keyed by the options and reused); writes where it is and the spec it was made with."""
+    input:
+        code=study_code("inference", "run", "layout"),
+    output:
+        inf_layout.MODELS_FILE,
+    log:
+        "results/inference/log/prepare.log",
+    benchmark:
+        bench_log("inference", "inference_prepare")
+    resources:
+        bench=1,
+        runtime=120,
+        mem_mb=8000,
+    params:
+        cfg=lambda wc: study_json("inference"),
+    shell:
+        # on the host, both sides in systems/inference/setup.sh's cached venvs (no one image holds both)
+        "python3 -m studies.inference.run --config {params.cfg} --what prepare --out {output}"
+        " > {log} 2>&1"
+
+
+rule inference_serve:
+    """One server x model x repeat (n+1: Locust on the driver, the server on the server node; locally
+    two processes on this host): the server up, Locust at every user count, the server always down."""
+    input:
+        lambda wc: inf_image_input(wc.server),
+        models=inf_layout.MODELS_FILE,
+        code=study_code("inference", "run", "layout"),
+    output:
+        [
+            f"{inf_layout.RAW_DIR}/experiment~serve/server~{{server}}/model~{{model}}/users~{u}/rep~{{rep}}.json"
+            for u in inf_layout.users(INF)
+        ],
+    log:
+        "results/inference/log/run/serve/server~{server}/model~{model}/rep~{rep}.log",
+    benchmark:
+        inf_bench_serve("{server}", "{model}", "{rep}")
+    wildcard_constraints:
+        server="|".join(inf_layout.SERVERS),
+        model="|".join(inf_layout.MODELS),
+        rep=r"[0-9]+",
+    resources:
+        **inf_resources(),
+    params:
+        exec=lambda wc: inf_exec(wc.server),
+        cfg=lambda wc: study_json("inference"),
+    shell:
+        "{params.exec} python3 -m studies.inference.run --config {params.cfg} --what serve"
+        " --server {wildcards.server} --model {wildcards.model} --rep {wildcards.rep} --models {input.models}"
+        " > {log} 2>&1"
+
+
+rule inference_raw_rate:
+    """The limit: the model's raw in-process rate (a plain forward loop, same threads and batch, no
+    server), on the server node."""
+    input:
+        lambda wc: inf_image_input(wc.framework),
+        models=inf_layout.MODELS_FILE,
+        code=study_code("inference", "run", "layout"),
+    output:
+        f"{inf_layout.RAW_DIR}/experiment~raw_rate/model~{{model}}/framework~{{framework}}/rep~{{rep}}.json",
+    log:
+        "results/inference/log/run/raw_rate/model~{model}/framework~{framework}/rep~{rep}.log",
+    benchmark:
+        inf_bench_rawrate("{model}", "{framework}", "{rep}")
+    wildcard_constraints:
+        model="|".join(inf_layout.MODELS),
+        framework="torch|tf",
+        rep=r"[0-9]+",
+    resources:
+        **inf_resources(runtime=30),
+    params:
+        exec=lambda wc: inf_exec(wc.framework),
+        cfg=lambda wc: study_json("inference"),
+    shell:
+        "{params.exec} python3 -m studies.inference.run --config {params.cfg} --what raw_rate"
+        " --model {wildcards.model} --framework {wildcards.framework} --rep {wildcards.rep}"
+        " --models {input.models} > {log} 2>&1"
+
+
+rule inference_ceiling:
+    """The limit: Locust's own ceiling against a trivial endpoint (every ceiling user count)."""
+    input:
+        inf_image_input("ceiling"),
+        code=study_code("inference", "run", "layout"),
+    output:
+        inf_layout.ceiling_outputs(INF, "{rep}"),
+    log:
+        "results/inference/log/run/ceiling/rep~{rep}.log",
+    benchmark:
+        inf_bench_ceiling("{rep}")
+    wildcard_constraints:
+        rep=r"[0-9]+",
+    resources:
+        **inf_resources(runtime=30),
+    params:
+        exec=inf_exec("ceiling"),
+        cfg=lambda wc: study_json("inference"),
+    shell:
+        "{params.exec} python3 -m studies.inference.run --config {params.cfg} --what ceiling"
+        " --rep {wildcards.rep} > {log} 2>&1"
+
+
+rule inference_aggregate:
+    """The tidy table (every configuration: ok, failed, not run, or not run as in the paper), the
+    summary and the limits table, from the raw files only."""
+    input:
+        analysis_image_input(),
+        inf_raw_inputs,
+        code=study_code("inference", "aggregate", "analysis", "layout"),
+    output:
+        measurements=INF_OUT["measurements"],
+        summary=INF_OUT["summary"],
+        limits=INF_OUT["limits"],
+    log:
+        "results/inference/log/aggregate.log",
+    benchmark:
+        bench_log("inference", "inference_aggregate")
+    container:
+        ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        cfg=lambda wc: study_json("inference"),
+    shell:
+        "python3 -m studies.inference.aggregate --config {params.cfg} --measurements {output.measurements}"
+        " --summary {output.summary} --limits {output.limits} > {log} 2>&1"
+
+
+rule inference_table:
+    """Tables I-II (tables/{name}.csv), the published values beside."""
+    input:
+        analysis_image_input(),
+        code=f"{INF_DIR}/{{name}}.py",
+        lib=study_code("inference", "analysis", "layout"),
+        measurements=INF_OUT["measurements"],
+        published=INF_PUBLISHED,
+    output:
+        "results/inference/tables/{name}.csv",
+    log:
+        "results/inference/log/{name}.log",
+    benchmark:
+        bench_log("inference", "inference_{name}")
+    wildcard_constraints:
+        name="table1|table2",
+    container:
+        ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        cfg=lambda wc: study_json("inference"),
+    shell:
+        "python3 -m studies.inference.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
+        " --published {input.published} --out {output} > {log} 2>&1"
+
+
+rule inference_figure:
+    """Figures 1-4 (figures/{name}.png) and the data each draws (tables/{name}.csv)."""
+    input:
+        analysis_image_input(),
+        code=f"{INF_DIR}/{{name}}.py",
+        lib=study_code("inference", "analysis", "layout", "plots"),
+        measurements=INF_OUT["measurements"],
+        published=INF_PUBLISHED,
+    output:
+        table="results/inference/tables/{name}.csv",
+        figure="results/inference/figures/{name}.png",
+    log:
+        "results/inference/log/{name}.log",
+    benchmark:
+        bench_log("inference", "inference_{name}")
+    wildcard_constraints:
+        name="figure1|figure2|figure3|figure4",
+    container:
+        ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        cfg=lambda wc: study_json("inference"),
+    shell:
+        "python3 -m studies.inference.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
+        " --published {input.published} --table {output.table} --out {output.figure} > {log} 2>&1"
+
+
+rule inference_claims:
+    input:
+        analysis_image_input(),
+        code=study_code("inference", "claims", "analysis", "layout"),
+        measurements=INF_OUT["measurements"],
+        published=INF_PUBLISHED,
+    output:
+        INF_OUT["claims"],
+    log:
+        "results/inference/log/claims.log",
+    benchmark:
+        bench_log("inference", "inference_claims")
+    container:
+        ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        cfg=lambda wc: study_json("inference"),
+    shell:
+        "python3 -m studies.inference.claims --config {params.cfg} --measurements {input.measurements}"
+        " --published {input.published} --out {output} > {log} 2>&1"
+
+
+rule inference_kick:
+    input:
+        _inf_kick(),
+
+
+rule inference:
+    input:
+        INF_OUT["claims"],
+        INF_OUT["limits"],
+        [f"results/inference/tables/{n}.csv" for n in INF_TABLES],
+        [f"results/inference/figures/{n}.png" for n in INF_FIGURES],

@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""inference: one job of the inference-framework paper's benchmark.
+
+  python3 -m studies.inference.run --config CFG --what prepare --out results/inference/models.json
+  python3 -m studies.inference.run --config CFG --what serve --server S --model M --rep R --models models.json
+  python3 -m studies.inference.run --config CFG --what raw_rate --model M --framework torch|tf --rep R --models ...
+  python3 -m studies.inference.run --config CFG --what ceiling --rep R
+
+prepare: systems/inference's model preparation into the cache (keyed by the options), at the
+config's sizes and weights. serve: `servers.py run <kind>` (the server up, ready, and always
+stopped, also on a timeout) around `tools.locust.runner` at every user count of the config; then
+each user count's Locust CSVs (results/inference/locust/...) become one raw file. A run with any
+failed request, failed check or locustfile exception is a failed configuration (failure record,
+job exits 1); a server that does not come up fails every user count with the server's own log.
+raw_rate: the model's in-process forward loop (same threads and batch, no server). ceiling: Locust
+against tools/locust/trivial_server.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from repro import cli, rawio
+from studies.inference import layout
+from tools.locust import parse as lparse
+
+REPO = Path(__file__).resolve().parents[3]
+INF_SRC = REPO / "systems" / "inference" / "src"
+GENERATOR_METRICS = ("throughput", "latency_median", "latency_mean", "latency_p95", "latency_p99",
+                     "failures_per_s", "requests", "failures", "locustfile_exceptions", "generator_cpu_cores")
+
+
+def _progress(msg: str) -> None:
+    print(f"inference_run: {msg}", flush=True)
+
+
+def _env() -> dict:
+    pp = [str(INF_SRC), str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys(pp)), OMP_NUM_THREADS="1")
+
+
+def _run_bounded(cmd: list[str], timeout: float, log: Path) -> tuple[int, str]:
+    """Run cmd (output to log); past `timeout` send SIGTERM (servers.py then stops its server), KILL 60 s later."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env(), start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            rc = 124
+    text = log.read_text(errors="replace")
+    return rc, text
+
+
+def _versions() -> dict:
+    return {"torchserve": "0.12.0", "tritonserver": "2.51.0 (nvidia-pytriton 0.7.0) / 24.10 image",
+            "locust": "2.47.0", "tensorflow": "2.21.0", "torch": "2.5.1"}
+
+
+def _record(cfg: dict, params: dict, rep: int, kind: str) -> dict:
+    return rawio.new_record(layout.STUDY, params["experiment"], params, rep, kind, _versions())
+
+
+# ------------------------------------------------------------------ prepare
+def prepare_command(cfg: dict) -> list[str]:
+    """systems/inference's preparation at the config's sizes; only options that differ from its defaults
+    are passed where the defaults are the paper's (so equal configs share one cache directory)."""
+    sz = cfg["sizes"]
+    cmd = [sys.executable, "-m", "repro_inference.prepare", "--cached", "--models", ",".join(cfg["models"]),
+           f"--image-size={sz['image_size']}", f"--audio-samples={sz['audio_samples']}",
+           f"--max-new-tokens={sz['max_new_tokens']}", f"--num-beams={sz['num_beams']}"]
+    if "wav2vec2" in cfg["models"]:
+        cmd.append(f"--audio-samples-full={sz['audio_samples_full']}")
+    if cfg["weights"] != "random-from-config":
+        cmd.append(f"--weights={cfg['weights']}")
+    if cfg["torchscript"]:
+        cmd.append("--torchscript")
+    return cmd
+
+
+def run_prepare(cfg: dict, out: Path) -> int:
+    cmd = prepare_command(cfg)
+    _progress("prepare: " + shlex.join(cmd))
+    done = subprocess.run(cmd, env=_env(), stdout=subprocess.PIPE, text=True)
+    print(done.stdout, flush=True)
+    if done.returncode != 0:
+        _progress(f"FAILED: model preparation exited {done.returncode}")
+        return done.returncode
+    models_dir = Path(done.stdout.strip().splitlines()[-1])
+    specs = {}
+    for m in cfg["models"]:
+        man = json.loads((models_dir / f"manifest-torch-{m}.json").read_text())
+        specs[m] = man["spec"]
+        if specs[m]["weights"] != cfg["weights"]:
+            _progress(f"FAILED: {m} was prepared with weights {specs[m]['weights']}, the config asks {cfg['weights']}")
+            return 1
+    rawio.write_json_atomic(out, {"dir": str(models_dir), "command": cmd, "specs": specs})
+    return 0
+
+
+def _models(path: Path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+# ------------------------------------------------------------------ serve
+def locust_env(cfg: dict, model: str) -> list[str]:
+    sz = cfg["sizes"]
+    env = {"REPRO_MODEL": model, "REPRO_IMAGE_SIZE": sz["image_size"], "REPRO_TEXT_WORDS": sz["text_words"],
+           "REPRO_AUDIO_SAMPLES": sz["audio_samples"] if model == "wav2vec2_truncated" else sz["audio_samples_full"]}
+    return [a for k, v in env.items() for a in ("--env", f"{k}={v}")]
+
+
+def serve_command(cfg: dict, server: str, model: str, models_dir: str, workdir: Path, out: Path) -> list[str]:
+    users = ",".join(str(u) for u in layout.users(cfg))
+    return [sys.executable, "-m", "repro_inference.servers", "run", layout.kind_of(cfg, server), "--models",
+            models_dir, "--model", model, "--workdir", str(workdir), "--threads", str(cfg["threads"]),
+            "--timeout", str(cfg["server_start_timeout_s"]), "--",
+            sys.executable, "-m", "tools.locust.runner", "--protocol", layout.PROTOCOL[server], "--users", users,
+            "--run-time", f"{cfg['run_time_s']}s", "--out", str(out), "--processes", str(cfg["locust"]["processes"]),
+            *locust_env(cfg, model), "--label", f"server={server}", "--label", f"model={model}"]
+
+
+def metrics_of_run(run_dir: Path, weights: str) -> tuple[list[dict], str | None, dict]:
+    """One users~U directory -> (metrics, why it failed or None, sanity). Locust's numbers as written."""
+    rows = {r["metric"]: r for r in lparse.tidy_run(run_dir)}
+    missing = [m for m in GENERATOR_METRICS if m not in rows or rows[m]["value"] is None]
+    if missing:
+        return [], f"Locust's CSVs lack {missing} ({run_dir})", {}
+    metrics = [rawio.metric(m, rows[m]["value"], rows[m]["unit"], weights=weights) for m in GENERATOR_METRICS]
+    fails, exc, reqs = rows["failures"]["value"], rows["locustfile_exceptions"]["value"], rows["requests"]["value"]
+    sanity = {"requests": int(reqs), "failures": int(fails), "locustfile_exceptions": int(exc),
+              "answers_checked": "HTTP 200, output shape, system kind (tools/locust/common.py)"}
+    why = None
+    if fails or exc:
+        errs = lparse.failures(run_dir / "locust_failures.csv")
+        first = "; ".join(f"{e['occurrences']}x {e['error'][:200]}" for e in errs[:3])
+        why = f"{int(fails)} of {int(reqs)} requests failed, {int(exc)} locustfile exception(s): {first}"
+    elif not reqs:
+        why = "no request completed in the run time"
+    return metrics, why, sanity
+
+
+def _keep_server_logs(workdir: Path, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in list(workdir.rglob("*.log")) + list(workdir.glob("server.json")):
+        if f.is_file() and f.stat().st_size < 20 * 2**20:
+            shutil.copy2(f, dest / f.relative_to(workdir).as_posix().replace("/", "__"))
+
+
+def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path) -> int:
+    why_not = layout.by_design(server, model)
+    if why_not:
+        _progress(f"refused: {server} x {model} is {why_not}")
+        return 2
+    models = _models(models_file)
+    weights = models["specs"][model]["weights"]
+    kind = layout.system_kind(cfg, server)
+    out = Path(layout.locust_dir(server, model, rep))
+    if out.exists():
+        shutil.rmtree(out)
+    n_users = layout.users(cfg)
+    budget = cfg["server_start_timeout_s"] + 60 + len(n_users) * (cfg["run_time_s"] + cfg["locust"]["stop_timeout_s"] + 60)
+    with tempfile.TemporaryDirectory(prefix="rinf-") as tmp:
+        cmd = serve_command(cfg, server, model, models["dir"], Path(tmp) / "server", out)
+        _progress(f"{server} ({layout.kind_of(cfg, server)}, {kind}) x {model} rep {rep}: " + shlex.join(cmd)[:600])
+        t0 = time.time()
+        rc, text = _run_bounded(cmd, budget, out / "job.log")
+        _keep_server_logs(Path(tmp) / "server", out / "server-logs")
+    _progress(f"servers.py run exited {rc} after {time.time() - t0:.0f} s")
+    bad = 0
+    for u in n_users:
+        params = layout.serve_params(server, model, u)
+        raw = layout.raw_path(params, rep)
+        rec = _record(cfg, params, rep, kind)
+        run_dir = out / f"users~{u}"
+        if not (run_dir / "locust_stats.csv").exists():
+            what = "timed out" if rc == 124 else f"exit code {rc}"
+            rawio.write_failure(raw, rec, f"no Locust run at {u} user(s): servers.py run {what}; its output "
+                                          f"(server log tail included):\n{text[-3000:]}")
+            bad += 1
+            continue
+        metrics, why, sanity = metrics_of_run(run_dir, weights)
+        rec["metrics"], rec["sanity"] = metrics, sanity
+        rec["extra"] = {"locust_dir": str(run_dir), "kind": layout.kind_of(cfg, server), "weights": weights,
+                        "tokenizer": models["specs"][model].get("tokenizer"), "spec": models["specs"][model]}
+        if why:
+            rawio.write_failure(raw, rec, why)
+            _progress(f"FAILED {raw}: {why}")
+            bad += 1
+            continue
+        rawio.write_json_atomic(raw, rawio.finish(rec))
+        rawio.clear_failure(raw)
+        _progress(f"{raw}: {rawio.value(rec, 'throughput'):.2f} req/s, median {rawio.value(rec, 'latency_median'):.0f} ms")
+    return 1 if bad or rc else 0
+
+
+# ------------------------------------------------------------------ raw rate
+def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: Path) -> int:
+    models = _models(models_file)
+    params = layout.rawrate_params(model, framework)
+    raw = layout.raw_path(params, rep)
+    rec = _record(cfg, params, rep, "real")
+    out = Path(layout.RAWRATE_DIR) / f"model~{model}" / f"framework~{framework}" / f"rep~{rep}.json"
+    sys.path.insert(0, str(INF_SRC))
+    from repro_inference.servers import venv
+
+    try:
+        py = venv(framework) / "bin" / "python"
+    except (FileNotFoundError, subprocess.CalledProcessError) as exc:
+        rawio.write_failure(raw, rec, f"the {framework} venv: {exc}")
+        return 1
+    cmd = [str(py), "-m", "repro_inference.raw_rate", "--framework", framework, "--models", models["dir"],
+           "--model", model, "--threads", str(cfg["threads"]), "--batch", str(cfg["batch"]),
+           "--seconds", str(cfg["raw_rate"]["seconds"]), "--warmup", str(cfg["raw_rate"]["warmup"]),
+           "--text-words", str(cfg["sizes"]["text_words"]), "--out", str(out)]
+    _progress(shlex.join(cmd))
+    rc, text = _run_bounded(cmd, cfg["raw_rate"]["seconds"] * 5 + 600, out.with_suffix(".log"))
+    if rc != 0 or not out.exists():
+        rawio.write_failure(raw, rec, f"raw_rate exited {rc}:\n{text[-3000:]}")
+        _progress(f"FAILED {raw}")
+        return 1
+    r = json.loads(out.read_text())
+    w = r["weights"]
+    rec["metrics"] = [rawio.metric("raw_rate", r["rate"], r["unit"], weights=w),
+                      rawio.metric("iterations", r["iterations"], "count", weights=w),
+                      rawio.metric("latency_median", r["latency_ms"]["median"], "ms", weights=w),
+                      rawio.metric("latency_mean", r["latency_ms"]["mean"], "ms", weights=w)]
+    rec["sanity"] = {"iterations": r["iterations"], "seconds": r["seconds"]}
+    rec["extra"] = {"raw_rate_file": str(out), "threads": r["threads"], "batch": r["batch"], "spec": r["spec"]}
+    rawio.write_json_atomic(raw, rawio.finish(rec))
+    rawio.clear_failure(raw)
+    _progress(f"{raw}: {r['rate']:.2f} inferences/s")
+    return 0
+
+
+# ------------------------------------------------------------------ ceiling
+def run_ceiling(cfg: dict, rep: int) -> int:
+    ce = cfg["ceiling"]
+    out = Path(layout.LOCUST_DIR) / "ceiling" / f"rep~{rep}"
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    port_file = out / "trivial.pid"
+    sys.path.insert(0, str(INF_SRC))
+    from repro_inference.servers import free_port
+
+    port = free_port()
+    srv = subprocess.Popen([sys.executable, "-m", "tools.locust.trivial_server", "--port", str(port),
+                            "--pidfile", str(port_file)], env=_env(), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    bad = 0
+    try:
+        time.sleep(1.0)
+        cmd = [sys.executable, "-m", "tools.locust.runner", "--protocol", "trivial", "--host", f"http://127.0.0.1:{port}",
+               "--users", ",".join(str(u) for u in sorted(ce["users"])), "--run-time", f"{ce['run_time_s']}s",
+               "--out", str(out), "--processes", str(cfg["locust"]["processes"]), "--system-kind", "real"]
+        rc, text = _run_bounded(cmd, len(ce["users"]) * (ce["run_time_s"] + 90), out / "job.log")
+    finally:
+        srv.terminate()
+        try:
+            srv.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+    for u in sorted(ce["users"]):
+        params = layout.ceiling_params(u)
+        raw = layout.raw_path(params, rep)
+        rec = _record(cfg, params, rep, "real")
+        run_dir = out / f"users~{u}"
+        if not (run_dir / "locust_stats.csv").exists():
+            rawio.write_failure(raw, rec, f"no Locust run at {u} user(s) (runner exit {rc}):\n{text[-2000:]}")
+            bad += 1
+            continue
+        metrics, why, sanity = metrics_of_run(run_dir, "none")
+        rec["metrics"], rec["sanity"], rec["extra"] = metrics, sanity, {"locust_dir": str(run_dir)}
+        if why:
+            rawio.write_failure(raw, rec, why)
+            bad += 1
+            continue
+        rawio.write_json_atomic(raw, rawio.finish(rec))
+        rawio.clear_failure(raw)
+        _progress(f"{raw}: ceiling {rawio.value(rec, 'throughput'):.0f} req/s")
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    ap = cli.parser(__doc__)
+    ap.add_argument("--what", required=True, choices=("prepare", "serve", "raw_rate", "ceiling"))
+    ap.add_argument("--server", choices=layout.SERVERS)
+    ap.add_argument("--model", choices=layout.MODELS)
+    ap.add_argument("--framework", choices=("torch", "tf"))
+    ap.add_argument("--rep", type=int, default=0)
+    ap.add_argument("--models", type=Path, default=Path(layout.MODELS_FILE))
+    ap.add_argument("--out", type=Path, default=Path(layout.MODELS_FILE))
+    a, cfg = cli.finish(ap, argv)
+    _progress(f"start: {shlex.join(sys.argv[1:]) if argv is None else shlex.join(argv)}"[:300])
+    if a.what == "prepare":
+        return run_prepare(cfg, a.out)
+    if a.what == "serve":
+        if not (a.server and a.model):
+            ap.error("--server and --model are needed for serve")
+        return run_serve(cfg, a.server, a.model, a.rep, a.models)
+    if a.what == "raw_rate":
+        if not (a.model and a.framework):
+            ap.error("--model and --framework are needed for raw_rate")
+        return run_raw_rate(cfg, a.model, a.framework, a.rep, a.models)
+    return run_ceiling(cfg, a.rep)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""The inference study's parameter space (stable raw paths, the paper's gaps never jobs, labels), the
+start-up checks that name the bad key, and the plans: the full cluster matrix (n+1 with --gres on the
+server node) and the local one, with the study switched on by an overlay."""
+
+from __future__ import annotations
+
+import re
+
+import inference_study_testlib as tl
+import pytest
+import yaml
+from studies.inference import layout
+
+from repro import config as rc
+
+
+def test_local_paths_are_stable_and_complete():
+    cfg = tl.section()
+    exp = layout.expected_raw(cfg)
+    assert len(exp) == len(set(exp))
+    assert "results/inference/raw/experiment~serve/server~triton-tensorflow/model~resnet50/users~4/rep~1.json" in exp
+    assert "results/inference/raw/experiment~raw_rate/model~bart/framework~torch/rep~0.json" in exp
+    assert "results/inference/raw/experiment~ceiling/users~10/rep~1.json" in exp
+    assert not any("model~bart/framework~tf" in p for p in exp)  # BART has no TF side
+    jobs = layout.job_outputs(cfg)
+    gaps = set(exp) - set(jobs)
+    assert gaps and all("model~bart" in p and "server~torchserve" not in p for p in gaps)
+    assert len(layout.serve_jobs(cfg)) == (4 * 2 + 1) * 2
+    kinds = {layout.system_kind_of_path(cfg, p) for p in exp}
+    assert kinds == {"real", "stand-in:tritonserver-python-backend", "stand-in:tfserving-rest-on-tf-python"}
+    assert cfg["weights"] == "random-from-config" and cfg["threads"] == 1
+
+
+def test_full_matrix_is_the_papers():
+    cfg = tl.section(local=False)
+    assert cfg["repeats"] == 5 and cfg["users"] == [1, 10, 25, 50, 75, 100]
+    assert cfg["sizes"]["image_size"] == 224 and cfg["sizes"]["audio_samples"] == 50000
+    assert len(layout.serve_pairs(cfg)) == 16
+    # TF Serving x full Wav2Vec2 and BART off TorchServe: in the matrix, never jobs
+    assert len(layout.serve_jobs(cfg)) == (16 - 4) * 5
+    assert layout.by_design("tfserving", "wav2vec2").startswith("not run (as in the paper)")
+    assert layout.by_design("triton-pytorch", "bart").startswith("not servable (as in the paper)")
+    assert len(layout.rawrate_jobs(cfg)) == 7 * 5
+    assert {layout.system_kind_of_path(cfg, p) for p in layout.expected_raw(cfg)} == {"real"}
+    assert cfg["usability"]["scores"]["torchserve"] == [5, 5, 5, 4, 4]
+    full = yaml.safe_load((tl.REPO / "config/config.yaml").read_text())
+    assert full["inference"]["enabled"] is False  # first version: off until a full local run
+
+
+@pytest.mark.parametrize("over, key", [
+    ({"kinds": {"tfserving": "triton-python-tf"}}, "inference.kinds.tfserving"),
+    ({"users": [0]}, "inference.users[0]"),
+    ({"modles": ["resnet50"]}, "inference.modles"),
+    ({"sizes": {"image_size": "big"}}, "inference.sizes.image_size"),
+])
+def test_bad_config_names_the_key(over, key):
+    with pytest.raises(rc.ConfigError, match=re.escape(key)):
+        rc.validate(tl.full_config(**over))
+
+
+def test_start_up_checks_name_the_key():
+    with pytest.raises(layout.LayoutError, match=r"inference\.kick"):
+        layout.check(tl.section(kick={"server": "tfserving", "model": "bart"}))
+    with pytest.raises(layout.LayoutError, match=r"inference\.usability\.scores\.triton"):
+        layout.check(tl.section(usability={"scores": {"triton": [1, 2]}}))
+
+
+def _counts(out):
+    return {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", out, re.MULTILINE)}
+
+
+def test_plans(snake, workspace):
+    on = workspace / "inference-on.yaml"
+    on.write_text("inference: {enabled: true}\n")
+    full = snake("-n", "inference", "--profile", "profiles/slurm", "--configfile", "config/config.yaml", str(on),
+                 timeout=300).stdout
+    c = _counts(full)
+    assert c.get("inference_serve") == 60, full[-3000:]
+    assert c.get("inference_raw_rate") == 35 and c.get("inference_ceiling") == 5 and c.get("inference_prepare") == 1
+    assert "--gres=gpu:1" in full and "nodes=2" in full  # n+1: driver + server node with its GPU
+    for image in ("torchserve", "triton", "tfserving", "inference-tf", "locust"):
+        assert f"containers/sif/{image}.sif" in full, image
+    local = snake("-n", "inference", "--profile", "profiles/local", "--configfile", "config/local.yaml", str(on),
+                  timeout=300).stdout
+    c = _counts(local)
+    assert c.get("inference_serve") == 18 and c.get("inference_raw_rate") == 10, local[-3000:]
+    assert c.get("inference_claims") == 1 and c.get("inference_figure") == 4 and c.get("inference_table") == 2
+    assert "--gres" not in local
+    bad = workspace / "inference-bad.yaml"
+    bad.write_text("inference: {kinds: {triton-pytorch: triton-python-tf}}\n")
+    out = snake("-n", "inference", "--profile", "profiles/local", "--configfile", "config/local.yaml", str(bad),
+                timeout=300, check=False)
+    assert out.returncode != 0 and "inference.kinds.triton-pytorch" in out.stdout + out.stderr
