@@ -3,10 +3,12 @@ and keeps published and reproduced values in separate columns."""
 
 from __future__ import annotations
 
+import json
 import re
 from html import escape
 
 import pandas as pd
+from repro.report import fmt_value
 from repro.testing import only_studies
 
 
@@ -14,14 +16,20 @@ def test_report_collects_claims_and_marks_missing_studies(snake, workspace):
     overlay = workspace / "overlay.yaml"
     overlay.write_text(only_studies("tco", "cloudcost"))
     snake("--profile", "profiles/local", "--configfile", "config/local.yaml", str(overlay))
-    html = (workspace / "paper/index.html").read_text()
+    front = (workspace / "paper/index.html").read_text()
     combined = pd.read_csv(workspace / "paper/claims.csv", dtype=str, keep_default_na=False)
+    pages = {}
     for study in ("tco", "cloudcost"):
         own = pd.read_csv(workspace / f"results/{study}/claims.csv", dtype=str, keep_default_na=False)
         assert len(combined[combined.study == study]) == len(own)
-        # every claim's published and reproduced values appear in the HTML as written in the CSV
+        assert combined[combined.study == study].reproduced.tolist() == own.reproduced.tolist()  # full precision
+        pages[study] = page = (workspace / f"paper/{study}.html").read_text()
+        # every claim's published and reproduced values appear on the study's page, rounded for reading
         for r in own.itertuples():
-            assert f"<td>{escape(r.published)}</td>" in html and f"<td>{escape(r.reproduced)}</td>" in html
+            for v in (r.published, r.reproduced):
+                shown = escape(fmt_value(v, r.unit))
+                assert f'<td class="num">{shown}</td>' in page or f"<td>{shown}</td>" in page, (r.claim_id, shown)
+        assert f'href="{study}.html"' in front  # the front page links the study's page
     from repro import config as rc
 
     off = [s for s in rc.study_names() if s not in ("tco", "cloudcost", "smoke")]
@@ -29,10 +37,19 @@ def test_report_collects_claims_and_marks_missing_studies(snake, workspace):
     for study in off:  # every switched-off study with a report entry shows as not run
         row = combined[combined.study == study]
         assert len(row) == 1 and row.verdict.iloc[0] == "not run"
-    assert len(re.findall(r'<td class="ok">reproduced</td>', html)) >= 2 * 13
-    assert "Not run (disabled in the configuration)" in html
-    assert html.count("data:image/png;base64,") == 2  # Figure 2 and Figure 7, embedded
-    assert "measured in this run" in html and "not run" in html
+        assert "Not run (disabled in the configuration)" in (workspace / f"paper/{study}.html").read_text()
+    both = pages["tco"] + pages["cloudcost"]
+    assert len(re.findall(r'<td class="ok">reproduced</td>', both)) >= 13 + 3
+    # Figure 2 and Figure 7, copied beside the pages and linked (the render check saw them load)
+    assert re.findall(r'<img alt="[^"]*" src="(figures/[^"]+)"', both) == ["figures/tco/figure2.png",
+                                                                           "figures/cloudcost/figure7.png"]
+    for fig in ("tco/figure2.png", "cloudcost/figure7.png"):
+        assert (workspace / "paper/figures" / fig).read_bytes() == (workspace / "results" / fig.replace("/", "/figures/")).read_bytes()
+    assert "measured in this run" in front and "not run" in front
+    check = json.loads((workspace / "paper/render-check.json").read_text())
+    assert check["ok"] and sum(p["images"] for p in check["pages"]) == 2
+    assert {p["page"] for p in check["pages"]} == {"index.html"} | {f"{s}.html" for s in rc.study_names() if s != "smoke"}
+    assert all((workspace / "paper/screenshots" / p["page"].replace(".html", ".png")).exists() for p in check["pages"])
     assert (workspace / "paper/report.pdf").stat().st_size > 10_000
 
 
@@ -64,7 +81,7 @@ def test_report_from_what_exists_after_a_failed_benchmark_job(snake, workspace, 
     assert not mf.reproduced.str.match(r"^0(\.0+)?$").any()  # a failure never reads as a zero
     assert mf.note.str.contains("failed, so nothing to evaluate").all()
     assert mf.note.str.contains("2 run\\(s\\) on scratch failed").any()
-    html = (workspace / "paper/index.html").read_text()
+    html = (workspace / "paper/mpifuse.html").read_text()
     assert "<b>Runs:</b> failed: 2" in html  # both use cases of the one configuration
     for study in ("tco", "cloudcost"):
         assert set(combined[combined.study == study].verdict) <= {"reproduced", "informative"}

@@ -195,9 +195,10 @@ def bench_log(study, name):
 # ---------------------------------------------------------------------------
 # The report's inputs (workflow/rules/report.smk)
 # ---------------------------------------------------------------------------
-REPORT_OUTPUTS = ["paper/index.html", "paper/claims.csv"]
-if config["report"]["pdf"]:
-    REPORT_OUTPUTS.append("paper/report.pdf")
+REPORT_PDF = ["paper/report.pdf"] if config["report"]["pdf"] else []
+REPORT_OUTPUTS = ["paper/index.html", "paper/claims.csv"] + REPORT_PDF
+if config["report"]["check"]:
+    REPORT_OUTPUTS.append("paper/render-check.json")
 
 
 def as_list(x):

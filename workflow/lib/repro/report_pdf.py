@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""paper/report.pdf from the self-contained HTML report (weasyprint)."""
+"""paper/report.pdf from paper/print.html (every report page in one document; weasyprint)."""
 
 import argparse
 import os
