@@ -83,5 +83,7 @@ def test_report_from_what_exists_after_a_failed_benchmark_job(snake, workspace, 
     assert mf.note.str.contains("2 run\\(s\\) on scratch failed").any()
     html = (workspace / "paper/mpifuse.html").read_text()
     assert "<b>Runs:</b> failed: 2" in html  # both use cases of the one configuration
-    for study in ("tco", "cloudcost"):
-        assert set(combined[combined.study == study].verdict) <= {"reproduced", "informative"}
+    # the cost models are untouched by the failed benchmark; cloudcost's high_performance tier is never cheaper
+    # within 36 months with the assumed prices (the model's result, issue 12): "not reproduced", never failed
+    assert set(combined[combined.study == "tco"].verdict) == {"reproduced"}
+    assert set(combined[combined.study == "cloudcost"].verdict) <= {"reproduced", "not reproduced", "informative"}
