@@ -1,8 +1,10 @@
-"""The one way a study saves a figure (``save``), so every figure is written the same way.
+"""One plotting theme and one way to save a figure, for every study.
 
-The resolution is a parameter for now: the pure move of the studies into their folders
-(issue 8) keeps every figure byte-identical, so memfs keeps its 130 dpi and the others 150;
-the report issue (one plotting theme for all studies) settles one value.
+``pyplot()`` (or ``theme()`` where a study imports matplotlib itself) sets the theme: seaborn's
+white grid, fonts sized to stay readable when a figure is shown at the report's page width,
+150 dpi. Published values are drawn with ``PAPER`` (black, hollow markers, dotted) so that a
+reader tells the paper's numbers from ours at a glance; a variant of our own (an improvement
+beyond the paper) is labelled through ``variant_label(..., ours=True)``.
 """
 
 from __future__ import annotations
@@ -10,6 +12,26 @@ from __future__ import annotations
 from pathlib import Path
 
 DPI = 150
+RC = {
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "legend.title_fontsize": 9,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "figure.titlesize": 12,
+    "savefig.dpi": DPI,
+}
+# the published values, in the same axes as ours
+PAPER = {"color": "black", "marker": "o", "markerfacecolor": "none", "linestyle": ":", "linewidth": 1.2}
+PAPER_LABEL = "paper (published)"
+OURS = " [ours, beyond the paper]"
+
+
+def variant_label(name: str, ours: bool = False) -> str:
+    """A legend entry: a paper-faithful variant as named; one of our own marked so."""
+    return f"{name}{OURS}" if ours else name
 
 
 def save(fig, path: str | Path, dpi: int = DPI) -> None:
@@ -18,14 +40,21 @@ def save(fig, path: str | Path, dpi: int = DPI) -> None:
     fig.savefig(path, dpi=dpi)
 
 
-def pyplot(style: str = "whitegrid", context: str = "paper"):
-    """matplotlib's pyplot on the Agg backend (figures are files, never windows) and seaborn with
-    the figures' theme set; returns (plt, sns)."""
+def theme() -> None:
+    """The figures' theme (seaborn whitegrid, readable fonts)."""
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="paper", rc=RC)
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (figures are files, never windows) with the theme
+    set; returns (plt, sns)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    sns.set_theme(style=style, context=context)
+    theme()
     return plt, sns

@@ -5,12 +5,13 @@ results/memfs/measurements_envelope.csv (built from the raw files)."""
 from __future__ import annotations
 
 import math
+import textwrap
 
 import pandas as pd
 
 from repro import cli, paramspace, plotting
 
-DPI = 130  # the MemFS figures' resolution (kept byte-identical through the move into the study folder)
+DPI = plotting.DPI  # one resolution for every study (repro.plotting)
 
 DESIGNS = {"memfs": "MemFS", "locality": "locality-based (AMFS policy)"}
 PUBLISHED_DESIGN = {"memfs": "MemFS", "locality": "AMFS"}
@@ -91,8 +92,13 @@ def figure_args(description: str):
 
 
 def stand_in_note(df: pd.DataFrame) -> str:
-    kinds = sorted({k for k in df["system_kind"].dropna().astype(str) if k.startswith("stand-in")})
-    return ("stand-in: " + "; ".join(k.split(":", 1)[1] for k in kinds)) if kinds else ""
+    parts: list[str] = []
+    for k in sorted({k for k in df["system_kind"].dropna().astype(str) if k.startswith("stand-in")}):
+        for p in k.split(":", 1)[1].split(";"):
+            p = p.strip().removeprefix("stand-in:").strip()
+            if p and p not in parts:
+                parts.append(p)
+    return ("stand-in: " + "; ".join(parts)) if parts else ""
 
 
 def plot_envelope(df: pd.DataFrame, cfg: dict, kind: str, out: str) -> None:
@@ -101,9 +107,8 @@ def plot_envelope(df: pd.DataFrame, cfg: dict, kind: str, out: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
-    sns.set_theme(style="whitegrid", context="paper")
+    plotting.theme()
     env = cfg["envelope"]
     net = env["networks"][0]
     sizes = sorted(env["sizes"], key=size_key)
@@ -137,9 +142,10 @@ def plot_envelope(df: pd.DataFrame, cfg: dict, kind: str, out: str) -> None:
                 labels.append(ll)
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
     what = "bandwidth" if kind == "bw" else "throughput (read()/write() calls)"
-    fig.suptitle(f"MTC Envelope {what}, {net} ({stand_in_note(sub)})" if stand_in_note(sub)
-                 else f"MTC Envelope {what}, {net}", fontsize=9)
-    fig.tight_layout(rect=(0, 0.12, 1, 0.95))
+    title = textwrap.fill(f"MTC Envelope {what}, {net} ({stand_in_note(sub)})" if stand_in_note(sub)
+                          else f"MTC Envelope {what}, {net}", 150)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout(rect=(0, 0.12, 1, 0.97 - 0.04 * title.count("\n") - 0.02))
     save(fig, out)
 
 

@@ -5,8 +5,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-import seaborn as sns
-
+from repro import plotting
 from studies.memfs import common as mc
 
 
@@ -15,7 +14,7 @@ def main():
     df = mc.load(a.measurements)
     sw = cfg["sweeps"]
     n = int(sw["nodes"][0])
-    sns.set_theme(style="whitegrid", context="paper")
+    plotting.theme()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
     for metric, color, label in (("write_bw", "tab:blue", "write"), ("read_bw", "tab:green", "read")):
         s = mc.series(df, "stripe", metric, "stripe", network=sw["network"], nodes=n)

@@ -5,8 +5,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-import seaborn as sns
-
+from repro import plotting
 from studies.memfs import common as mc
 
 
@@ -15,7 +14,7 @@ def main():
     df = mc.load(a.measurements)
     md = cfg["metadata"]
     net = md["networks"][0]
-    sns.set_theme(style="whitegrid", context="paper")
+    plotting.theme()
     fig, ax = plt.subplots(figsize=(5, 3.6))
     colors = {"memfs": "tab:blue", "locality": "tab:orange"}
     for design in md["designs"]:
