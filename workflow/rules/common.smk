@@ -123,7 +123,8 @@ def mpi_launch(ranks):
 
 
 def n_plus_1_resources(n, runtime=None, mem_mb=None):
-    """Slurm resources of an n+1 job; locally `bench` serialises benchmarks.
+    """Slurm resources of an n+1 job; locally `bench` serialises benchmarks and `host_share`
+    keeps every other job off the machine while one runs.
 
     ``n`` (system nodes) is an int or a function of the wildcards.
     """
@@ -139,6 +140,7 @@ def n_plus_1_resources(n, runtime=None, mem_mb=None):
         "mem_mb": mem_mb or min(config["cluster"]["mem_mb_per_node"], 4000),
         "slurm_extra": "--exclusive",
         "bench": 1,
+        "host_share": 2,  # locally the whole machine (profiles/local); no meaning on Slurm
     }
 
 

@@ -65,6 +65,15 @@ def base_versions() -> dict[str, str]:
     }
 
 
+def loadavg() -> list[float]:
+    """The host's 1/5/15-minute load averages: a timed job records them at its start and end, so
+    that a reader can see whether it really ran alone."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
 def record(tool_versions: dict[str, str] | None = None) -> dict:
     """Provenance block stored in every raw file."""
     versions = base_versions()

@@ -100,6 +100,7 @@ def new_record(study: str, experiment: str, params: dict, rep: int, system_kind:
         "sanity": {},
         "started_at": provenance.now_iso(),
         "finished_at": None,
+        "load_start": provenance.loadavg(),
     }
     rec.update(provenance.record(tool_versions))
     return rec
@@ -107,6 +108,7 @@ def new_record(study: str, experiment: str, params: dict, rep: int, system_kind:
 
 def finish(rec: dict) -> dict:
     rec["finished_at"] = provenance.now_iso()
+    rec["load_end"] = provenance.loadavg()
     validate(rec)
     return rec
 
