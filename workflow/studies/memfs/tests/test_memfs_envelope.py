@@ -151,7 +151,9 @@ def test_claims_equal_recomputation(tiny):
     assert cl.loc["table21-remote-IPoIB", "verdict"] == ("reproduced" if rr < m else "not reproduced")
     assert float(cl.loc["table21-remote-speedup-IPoIB", "reproduced"]) == pytest.approx(m / rr, rel=1e-6)
     assert cl.loc["table21-remote-speedup-IPoIB", "published"] == "4.63"
-    assert cl.loc["metadata-create-scaling", "verdict"] in ("reproduced", "not reproduced")
+    # one metadata node count (2): no exponent can be fitted, so no verdict
+    assert cl.loc["metadata-create-linear-memfs", "verdict"] == "not run"
+    assert "unicast" in cl.loc["envelope-n1-read-1MiB", "system_kind"]
     assert all(k.startswith("stand-in:") for k in cl["system_kind"] if k not in ("real",))
     assert set(cl["kind"]) == {"shape", "info"}
 
