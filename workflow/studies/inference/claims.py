@@ -24,6 +24,7 @@ from repro import claims
 from studies.inference import analysis, layout
 
 STUDY = "inference"
+FIGURE_OF = {"resnet50": 2, "wav2vec2": 3, "wav2vec2_truncated": 4}
 TRUNC_RATIO_BAND = (1.25, 2.25)  # "1.5 to 2 times"; Table I itself gives 1.46 (TorchServe) to 2.01
 
 
@@ -125,7 +126,7 @@ def throughput_plateaus(df, pub, cfg) -> list[claims.Claim]:
         sub = st[st.model == model]
         c = _base(f"plateau_{model}", f"{layout.MODEL_LABELS[model]}: throughput stays constant from about "
                   f"{frm} users on (the model, not the user count, limits it)", "Sec. IV.B-C, Figures 2-4",
-                  "inference_figure", f"results/inference/tables/figure{2 + ('resnet50', 'wav2vec2', 'wav2vec2_truncated').index(model)}.csv",
+                  "inference_figure", f"results/inference/tables/figure{FIGURE_OF[model]}.csv",
                   "req/s", _kind(sub))
         expected = "constant from 10 users on (paper); here from plateau_from_users = " + str(frm)
         checks, parts = [], []

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""inference Figure 2: Throughput of the ResNet50 model (requests per second) vs virtual users, per server; Table I's 100-user values beside."""
+"""inference Figure 2: Throughput of the ResNet50 model (requests per second)
+vs virtual users, per server; Table I's 100-user values beside."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""inference Figure 3: Throughput of the Wav2Vec2 model (requests per second) vs virtual users, per server; Table I's 100-user values beside."""
+"""inference Figure 3: Throughput of the Wav2Vec2 model (requests per second)
+vs virtual users, per server; Table I's 100-user values beside."""
 
 from __future__ import annotations
 

@@ -37,9 +37,10 @@ def latency_figure(df: pd.DataFrame, pub: pd.DataFrame, table_out: str, fig_out:
         for xi, m, v in zip(x, models, means):
             if v != v:
                 txt = s["status"].get(m, "not run") if m in s.index else "not run"
-                ax.text(xi, 0, txt.split(":")[0].split(" (")[0], rotation=90, ha="center", va="bottom",
-                        fontsize=6, color="#a33")
+                ax.text(xi, 0.02, txt.split(":")[0].split(" (")[0], rotation=90, ha="center", va="bottom",
+                        fontsize=6, color="#a33", transform=ax.get_xaxis_transform())
     ax.set_xticks(np.arange(len(models)), [layout.MODEL_LABELS[m] for m in models])
+    ax.set_xlim(-0.5, len(models) - 0.5)
     ax.set_yscale("log")
     ax.set_ylabel("median latency at 1 user (ms)")
     ax.legend(fontsize=6, frameon=False)

@@ -14,7 +14,8 @@ from repro import testing
 
 REPO = testing.REPO
 KIND = {"torchserve": "real", "triton-pytorch": "stand-in:tritonserver-python-backend",
-        "triton-tensorflow": "stand-in:tritonserver-python-backend", "tfserving": "stand-in:tfserving-rest-on-tf-python"}
+        "triton-tensorflow": "stand-in:tritonserver-python-backend",
+        "tfserving": "stand-in:tfserving-rest-on-tf-python"}
 
 
 def full_config(local: bool = True, **overrides) -> dict:
