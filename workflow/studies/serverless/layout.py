@@ -43,6 +43,47 @@ DEPLOY = {"openfaas": "systems/openfaas/deploy.sh", "nuclio-cpp": "systems/nucli
           "nuclio-go": "systems/nuclio/deploy.sh"}
 
 
+LOOPBACK = ("", "127.0.0.1", "localhost", "::1", "0.0.0.0")
+SITE_CHECK = "results/serverless/site_check.json"
+
+
+def site_problems(cfg: dict) -> list[str]:
+    """The site edits a cluster run (mode kubernetes) needs, each named by its key; [] when none is
+    missing or when the stand-ins run (mode standin). config.yaml ships these keys unedited:
+
+    * serverless.kubeconfig -- the kubeconfig of the cluster deploy.sh deploy set up: must be a file;
+    * serverless.limit.iperf_host -- an iperf3 -s on the platform's path (a pod or a system node):
+      loopback would measure the driver's own loopback, not the path the requests take;
+    * serverless.limit.echo_url -- a bare echo server on the platform's path (http://host:port/):
+      empty would start one on the driver (loopback again).
+
+    serverless.registry is not checked: the run jobs only call deploy.sh url/scale on functions
+    that deploy.sh build/deploy (which need --registry themselves) put there beforehand."""
+    import os
+    from urllib.parse import urlparse
+
+    if cfg.get("mode", "standin") != "kubernetes":
+        return []
+    out = []
+    kube = os.path.expandvars(os.path.expanduser(cfg.get("kubeconfig", "")))
+    if not kube or "$" in kube:
+        out.append(f"serverless.kubeconfig = {cfg.get('kubeconfig', '')!r}: set the kubeconfig of the cluster "
+                   "that systems/{openfaas,nuclio}/deploy.sh deploy set up")
+    elif not os.path.isfile(kube):
+        out.append(f"serverless.kubeconfig = {cfg['kubeconfig']!r}: {kube} is not a file (edit it to the "
+                   "kubeconfig of the cluster that deploy.sh deploy set up)")
+    li = cfg.get("limit", {})
+    if str(li.get("iperf_host", "")).strip() in LOOPBACK:
+        out.append(f"serverless.limit.iperf_host = {li.get('iperf_host', '')!r}: set a host on the platform's "
+                   "path running iperf3 -s (a pod or a system node), not this host's loopback")
+    url = str(li.get("echo_url", "")).strip()
+    u = urlparse(url)
+    if u.scheme not in ("http", "https") or not u.hostname or u.hostname in LOOPBACK:
+        out.append(f"serverless.limit.echo_url = {url!r}: set the URL of a bare echo server on the platform's "
+                   "path (http://host:port/), not empty and not loopback")
+    return out
+
+
 def function_of(workload: str, variant: str, platform: str) -> str:
     return FUNCTION[(workload, variant)] if workload == "image" else FUNCTION[("bytes", platform)]
 

@@ -32,7 +32,7 @@ rule serverless_images:
         (
             ["systems/faas-functions/build/mkimages"]
             if SL_STANDIN
-            else system_image_input("faas-functions")
+            else system_image_input("faas-functions") + [sl_layout.SITE_CHECK]
         ),
     output:
         directory(SL_IMAGES_DIR),
@@ -48,6 +48,26 @@ rule serverless_images:
     shell:
         "mkdir -p {output} && {params.exe} --out {output} --count {params.im[count]} --size {params.im[size]}"
         " --small-size {params.im[small_size]} --small-every {params.im[small_every]} > {log} 2>&1"
+
+
+localrules:
+    serverless_site_check,
+
+
+rule serverless_site_check:
+    """Cluster runs only (mode kubernetes): the site edits config.yaml ships unedited (kubeconfig,
+    limit.iperf_host, limit.echo_url), checked before any run job; fails naming each key."""
+    input:
+        code=study_code("serverless", "site_check", "layout"),
+    output:
+        sl_layout.SITE_CHECK,
+    log:
+        "results/serverless/log/site_check.log",
+    params:
+        cfg=lambda wc: study_json("serverless"),
+    shell:
+        "python3 -m studies.serverless.site_check --config {params.cfg} --out {output} 2> {log}"
+        " || {{ cat {log} >&2; exit 1; }}"
 
 
 rule serverless_image_run:

@@ -279,6 +279,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rep", type=int, required=True)
     ap.add_argument("--images", type=Path, default=None)
     a, cfg = cli.finish(ap, argv)
+    problems = layout.site_problems(cfg)
+    if problems:  # the site_check job stops a Snakemake run first; this guards a job run by hand
+        print("serverless: the cluster config needs site edits:\n  " + "\n  ".join(problems), file=sys.stderr)
+        return 2
     _progress(f"start: {shlex.join(sys.argv[1:]) if argv is None else shlex.join(argv)}"[:400])
     if a.workload == "image":
         if a.images is None:

@@ -154,7 +154,7 @@ register_study(
 def sl_system_inputs(wc=None):
     """What a run job needs built on this host (the images on a cluster)."""
     if not SL_STANDIN:
-        return system_image_input("fdirector")
+        return system_image_input("fdirector") + [sl_layout.SITE_CHECK]
     return [
         "systems/faas-functions/build/imageproc",
         "systems/faas-standin/build/faas-standin",

@@ -3,6 +3,7 @@ and the plans: the full cluster matrix and the local one, with the study switche
 
 from __future__ import annotations
 
+import json
 import re
 
 import serverless_testlib as tl
@@ -64,6 +65,7 @@ def test_plans(snake, workspace):
         assert c.get(f"serverless_bytes_run_{p}") == 70
     assert c.get("serverless_limit_run_echo") == 10 and c.get("serverless_limit_run_iperf3") == 10
     assert "containers/sif/fdirector.sif" in full  # the director runs from its image on the cluster
+    assert c.get("serverless_site_check") == 1  # the site edits are checked before any run job
     local = snake("-n", "serverless", "--profile", "profiles/local", "--configfile", "config/local.yaml", on,
                   timeout=300).stdout
     c = _counts(local)
@@ -71,4 +73,43 @@ def test_plans(snake, workspace):
     assert c.get("serverless_bytes_run_nuclio_go") == 10
     assert c.get("serverless_claims") == 1 and c.get("serverless_figure") == 3 and c.get("serverless_table") == 3
     off = snake("-n", "--profile", "profiles/local", timeout=300).stdout
-    assert "serverless" not in off  # switched off in config/config.yaml: nothing planned
+    assert "serverless_" not in off  # switched off in config/config.yaml: no job of the study planned
+
+
+def test_unedited_cluster_placeholders_are_named():
+    """config.yaml's cluster section as shipped: kubeconfig, limit.iperf_host and limit.echo_url each
+    need a site edit and are named; edited ones pass; the stand-ins need none."""
+    cfg = tl.section(local=False, kubeconfig="/nonexistent/kubeconfig")
+    problems = layout.site_problems(cfg)
+    assert [p.split(" = ")[0] for p in problems] == ["serverless.kubeconfig", "serverless.limit.iperf_host",
+                                                     "serverless.limit.echo_url"], problems
+    assert layout.site_problems(tl.section()) == []  # local: mode standin
+    edited = dict(cfg, kubeconfig=__file__, limit=dict(cfg["limit"], iperf_host="10.0.0.5",
+                                                        echo_url="http://10.0.0.5:8080/"))
+    assert layout.site_problems(edited) == []
+    for bad in ("http://127.0.0.1:8080/", "10.0.0.5:8080", ""):
+        assert [p.split(" = ")[0] for p in layout.site_problems(dict(edited, limit=dict(
+            edited["limit"], echo_url=bad)))] == ["serverless.limit.echo_url"], bad
+
+
+def test_a_cluster_run_with_unedited_placeholders_stops_first_naming_the_keys(snake, workspace):
+    """Not a dry run: Snakemake on config.yaml (mode kubernetes) with the study on and the shipped
+    placeholders: the first job, serverless_site_check, fails naming every key, and no run job starts
+    (no raw file, no run log). The same check guards a run job started by hand (exit 2)."""
+    on = _overlay(workspace, "serverless: {enabled: true}\ncontainers: {use_for_benchmarks: false}\n")
+    r = snake("serverless", "--profile", "profiles/local", "--configfile", "config/config.yaml", on,
+              "--keep-going", timeout=300, check=False)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    for key in ("serverless.kubeconfig", "serverless.limit.iperf_host", "serverless.limit.echo_url"):
+        assert key in out, out[-3000:]
+    assert not (workspace / "results/serverless/raw").exists()
+    assert not (workspace / "results/serverless/log/run").exists()
+    import subprocess
+    import sys
+
+    cfg = tl.section(local=False)
+    job = subprocess.run([sys.executable, "-m", "studies.serverless.run", "--config", json.dumps(cfg),
+                          "--workload", "limit", "--variant", "iperf3", "--rep", "0"],
+                         capture_output=True, text=True, cwd=workspace, timeout=60)
+    assert job.returncode == 2 and "serverless.limit.iperf_host" in job.stderr
