@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from repro import paramspace, published, tidy
 
-from .layout import NATIVE_LABEL, VARIANTS, expected_source_reads
+from .layout import NATIVE_LABEL, VARIANTS, expected_source_reads, options_text, variant_options
 
 KEYS = ["source", "variant", "nodes", "size"]
 PAPER_USE_CASE = {  # published.csv names
@@ -88,9 +88,21 @@ def kinds(df: pd.DataFrame, source: str | None = None) -> str:
 # summary (count/mean/std/min/max, failed/not-run) of the run-level metrics
 # --------------------------------------------------------------------------
 RUN_METRICS = ["time", "bytes_from_source", "link_bytes", "gen_time"]
+TRAFFIC = ("bytes_from_source", "link_bytes")  # also kept from failed runs' records (aggregate.py)
+
+
+def runs_only(df: pd.DataFrame) -> pd.DataFrame:
+    """Without the traffic rows of failed runs: one failed row per failed run, as tidy.collect wrote it."""
+    return df[~((df["status"] == "failed") & df["value"].notna())]
+
+
+def traffic(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Every run's value of a traffic metric, ok and failed runs alike (the claims on bytes read once)."""
+    return df[(df["metric"] == metric) & df["status"].isin(["ok", "failed"]) & df["value"].notna()]
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
+    df = runs_only(df)
     d = df[(df["metric"].isin(RUN_METRICS)) | (df["status"] != "ok")]
     s = tidy.summarize(d, KEYS)
     s = s[s["metric"].isin(RUN_METRICS)] if not s.empty else s
@@ -222,23 +234,54 @@ def figure4(df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------
-# Figure 5: OSR with vs without the metadata buffer
+# the use cases and their options (what "differs only in the metadata buffer" means)
 # --------------------------------------------------------------------------
+def option_diff(cfg: dict, a: str, b: str) -> str:
+    """The library options in which use case b differs from a ('' = none)."""
+    oa, ob = variant_options(cfg, a), variant_options(cfg, b)
+    keys = sorted(set(oa) | set(ob))
+    return ",".join(f"{k}={options_text({k: ob[k]}).split('=', 1)[1] if k in ob else '(default)'}"
+                    for k in keys if oa.get(k, None) != ob.get(k, None))
+
+
+def variants_table(cfg: dict) -> pd.DataFrame:
+    rows = []
+    for v in cfg["variants"]:
+        d = VARIANTS[v]
+        rows.append({"variant": v, "use_case": d.label, "in_paper": "yes" if d.paper else "no (beyond the paper)",
+                     "mode": d.mode or "", "action": d.action, "source_reads": "1x" if d.reads == "1" else "n x",
+                     "options": options_text(variant_options(cfg, v)),
+                     "differs_from_osr": ("(osr itself)" if v == "osr" else option_diff(cfg, "osr", v)
+                                          if d.mode == "osr" else f"mode {d.mode}" if d.mode else "no file system")})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------
+# Figure 5: OSR with vs without the metadata buffer (osr-nometa, the paper's variant); our
+# refined design (beyond the paper) beside it
+# --------------------------------------------------------------------------
+FIG5 = ("osr", "osr-nometa", "osr-refined", "native")
+
+
 def figure5(df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
     stats = time_stats(df)
     rows = []
+    diff = option_diff(cfg, "osr", "osr-nometa")
     for source in cfg["sources"]:
         for size in cfg["sizes"]:
             for n in cfg["nodes"]:
                 r = {"source": source, "size": size, "nodes": n}
-                for v in ("osr", "osr-refined", "native"):
+                for v in FIG5:
                     s = stats[(stats.source == source) & (stats.variant == v) & (stats.nodes == n)
                               & (stats["size"] == size)]
                     r[f"{v}_mean_s"] = float(s["mean"].iloc[0]) if len(s) else math.nan
                     r[f"{v}_std_s"] = float(s["std"].iloc[0]) if len(s) else math.nan
-                r["saving_s"] = r["osr_mean_s"] - r["osr-refined_mean_s"]
+                r["saving_s"] = r["osr_mean_s"] - r["osr-nometa_mean_s"]
                 nat = r["native_mean_s"]
+                r["nometa_vs_native"] = r["osr-nometa_mean_s"] / nat if nat else math.nan
+                r["refined_saving_s"] = r["osr_mean_s"] - r["osr-refined_mean_s"]  # beyond the paper
                 r["refined_vs_native"] = r["osr-refined_mean_s"] / nat if nat else math.nan
+                r["nometa_differs_from_osr_in"] = diff
                 r["system_kind"] = kinds(df, source)
                 rows.append(r)
     return pd.DataFrame(rows)
@@ -301,17 +344,20 @@ def _published_ratio(pub, variant) -> float:
 # bytes read from the source, per design
 # --------------------------------------------------------------------------
 def bytes_table(df: pd.DataFrame) -> pd.DataFrame:
-    b = ok(df, "bytes_from_source").copy()
+    """Per configuration, over every run that measured it (ok and failed): file sizes read from the
+    source and carried by the home link."""
+    b = traffic(df, "bytes_from_source").copy()
     b["size_bytes"] = b["size"].map(size_bytes).astype(float)
     b["expected_reads"] = [expected_source_reads(v, int(n)) for v, n in zip(b["variant"], b["nodes"])]
     b["file_sizes_read"] = (b["value"] / b["size_bytes"]).astype(float)
-    link = ok(df, "link_bytes")[KEYS + ["rep", "value"]].rename(columns={"value": "link_bytes"})
+    link = traffic(df, "link_bytes")[KEYS + ["rep", "value"]].rename(columns={"value": "link_bytes"})
     b = b.merge(link, on=KEYS + ["rep"], how="left")
     b["link_file_sizes"] = (b["link_bytes"] / b["size_bytes"]).astype(float)
     g = b.groupby(KEYS).agg(expected_reads=("expected_reads", "first"), file_sizes_read=("file_sizes_read", "mean"),
                             file_sizes_read_min=("file_sizes_read", "min"),
                             file_sizes_read_max=("file_sizes_read", "max"),
-                            link_file_sizes=("link_file_sizes", "mean"), repeats=("value", "count")).reset_index()
+                            link_file_sizes=("link_file_sizes", "mean"), repeats=("value", "count"),
+                            failed_runs=("status", lambda s: int((s == "failed").sum()))).reset_index()
     return g
 
 

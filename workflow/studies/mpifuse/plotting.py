@@ -14,7 +14,7 @@ from repro import plotting
 from .layout import VARIANT_ORDER, VARIANTS
 
 PALETTE = dict(zip(VARIANT_ORDER, sns.color_palette("tab10", len(VARIANT_ORDER))))
-MARKERS = dict(zip(VARIANT_ORDER, ["o", "s", "^", "v", "D", "P", "X"]))
+MARKERS = dict(zip(VARIANT_ORDER, ["o", "s", "^", "v", "D", "P", "h", "X"]))
 
 
 SOURCE_TITLE = {"home": "Home", "scratch": "Scratch"}

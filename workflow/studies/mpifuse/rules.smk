@@ -97,7 +97,7 @@ rule mpifuse_table:
     benchmark:
         bench_log("mpifuse", "mpifuse_{name}")
     wildcard_constraints:
-        name="table1|ratios",
+        name="table1|ratios|variants",
     container:
         ANALYSIS_IMAGE
     resources:
@@ -220,6 +220,7 @@ rule mpifuse:
         MF_OUT["claims"],
         MF_OUT["table1"],
         MF_OUT["ratios"],
+        MF_OUT["variants"],
         MF_OUT["figure3"],
         MF_OUT["figure4"],
         MF_OUT["figure5"],
