@@ -198,7 +198,7 @@ def paper_claims(par: pd.DataFrame, st: pd.DataFrame, sw: dict, kind: str) -> li
             ("2.13", "BLAST on 32 c3.8xlarge, 4-32 cores each: MemFS scales up; blastall saturates ~1 GB/s per node"),
             ("2.14", "Montage 12 on 8-32 c3.8xlarge x 32 cores: MemFS scales out, bound by the network"),
             ("2.15", "BLAST on 8-32 c3.8xlarge x 32 cores: MemFS scales out, bound by the network")):
-        c = base(f"EC2-fig{fid.replace('.', '_')}", text, f"004 Section 2.4.2 Cloud results, Figure {fid}", "real", OUT, "")
+        c = base(f"EC2-fig{fid.replace('.', '_')}", text, f"004 Section 2.4.2 Cloud results, Figure {fid}", kind, OUT, "")
         out.append(K.shape_claim(c, None, NOT_HERE, "see the claim text (figure only, no number in the text)"))
     return out
 
