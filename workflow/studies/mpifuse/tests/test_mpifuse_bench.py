@@ -147,7 +147,7 @@ def test_tables_recomputed_from_raw_equal_the_scripts_outputs(small_study):
     want = pd.DataFrame([c.row() for c in claimset.build(tidy_df, cfg, pub)], columns=claims.COLUMNS)
     got = claims.read(out / "claims.csv")
     pd.testing.assert_frame_equal(got.reset_index(drop=True), want.astype(str).reset_index(drop=True))
-    assert set(got["kind"]) == {"shape", "info"}
+    assert set(got["kind"]) <= {"shape", "value", "info"}
     assert (got["system_kind"].str.startswith("stand-in:")).all()
     # ratios: the nominal bandwidth reduction is n for read-once designs
     rt = pd.read_csv(out / "tables/ratios.csv")

@@ -22,7 +22,7 @@ def test_full_scale_plan(snake):
     out = snake("-n", "mpifuse", "--profile", "profiles/slurm", "--configfile", "config/config.yaml",
                 timeout=300).stdout
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.MULTILINE))
-    # 2 sources x 6 node counts x 4 sizes x 10 repeats, one job per run (all 7 use cases)
+    # 2 sources x 6 node counts x 4 sizes x 10 repeats, one job per run (all 8 use cases)
     assert counts.get("mpifuse_run") == "480", out[-3000:]
     assert counts.get("mpifuse_claims") == "1"
     assert "containers/sif/mpifuse.sif" in out  # the cluster runs the file systems from their image
