@@ -10,12 +10,12 @@ from repro import cli, plotting
 
 
 def main() -> None:
-    args, cfg = cli.parse(__doc__, "series", "break-even", "out")
+    args, cfg = cli.parse(__doc__, "series", "break-even", "published", "out")
     currency = cfg["currency"]
     df = pd.read_csv(args.series)
     be = pd.read_csv(args.break_even)
     plt, sns = plotting.pyplot()
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.8))
     options = list(df.option.unique())
     palette = dict(zip(options, sns.color_palette("tab10", len(options))))
     for opt in options:
@@ -30,6 +30,15 @@ def main() -> None:
             y = df[(df.option == f"on-premises {r.tier}") & (df.month == m)].cumulative_cost.iloc[0]
             ax1.plot([m], [y], "o", color=palette[f"on-premises {r.tier}"])
             ax1.annotate(f"{r.tier}: month {m}", (m, y), textcoords="offset points", xytext=(5, -12), fontsize=7)
+    # the paper's own statements in the same axes: on-premises cheaper beyond month 12 (left), the
+    # monthly on-premises cost rising after the first year (right)
+    pub = pd.read_csv(args.published, dtype=str, keep_default_na=False).set_index("quantity")
+    cheaper, rises = float(pub.loc["cheaper than the cloud beyond", "value"]), float(pub.loc["monthly cost rises after", "value"])
+    ax1.axvline(cheaper, color=plotting.PAPER["color"], linestyle=plotting.PAPER["linestyle"], linewidth=1,
+                label=f"{plotting.PAPER_LABEL}: on-premises cheaper beyond month {cheaper:.0f}")
+    ax2.axvline(rises + 0.5, color=plotting.PAPER["color"], linestyle=plotting.PAPER["linestyle"], linewidth=1,
+                label=f"{plotting.PAPER_LABEL}: on-premises monthly cost rises after month {rises:.0f}")
+    ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
     fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}")
     ax1.set(xlabel="Month", ylabel=f"Cumulative cost ({currency})", title="Total cost over time")
     ax2.set(xlabel="Month", ylabel=f"Monthly cost ({currency})", title="Monthly cost",

@@ -115,6 +115,7 @@ rule cloudcost_figure:
         code=f"{STUDIES}/cloudcost/{{name}}.py",
         series=CLOUDCOST_OUT["series"],
         break_even=CLOUDCOST_OUT["break_even"],
+        published=f"{STUDIES}/cloudcost/published.csv",
     output:
         "results/cloudcost/figures/{name}.png",
     log:
@@ -131,7 +132,7 @@ rule cloudcost_figure:
         cfg=lambda wc: study_json("cloudcost"),
     shell:
         "python3 -m studies.cloudcost.{wildcards.name} --series {input.series} --break-even {input.break_even}"
-        " --config {params.cfg} --out {output} > {log} 2>&1"
+        " --published {input.published} --config {params.cfg} --out {output} > {log} 2>&1"
 
 
 rule cloudcost:

@@ -10,7 +10,7 @@ from repro import cli, plotting
 
 
 def main() -> None:
-    args, cfg = cli.parse(__doc__, "series", "break-even", "out")
+    args, cfg = cli.parse(__doc__, "series", "break-even", "published", "out")
     currency = cfg["currency"]
     df = pd.read_csv(args.series)
     be = pd.read_csv(args.break_even)
@@ -29,6 +29,15 @@ def main() -> None:
         ax.plot([r.exact_months], [r.cost_at_break_even], marker="o", color=palette[r.fleet])
         ax.annotate(f"{int(r.break_even_months)} months", (r.exact_months, r.cost_at_break_even),
                     textcoords="offset points", xytext=(-60, 8), fontsize=8)
+    # the paper's own break-even months (with development cost), in the same axes
+    pub = pd.read_csv(args.published, dtype=str, keep_default_na=False)
+    pub = pub[(pub.quantity == "break-even with C_dev") & (pub.unit == "months")]
+    for i, r in enumerate(pub.itertuples()):
+        month = float(r.value)
+        ax.axvline(month, color=plotting.PAPER["color"], linestyle=plotting.PAPER["linestyle"], linewidth=1,
+                   label=plotting.PAPER_LABEL + ": break-even with development cost" if i == 0 else None)
+        ax.annotate(f"paper: {month:.0f} months\n(fleet {r.fleet})", (month, ax.get_ylim()[1]),
+                    textcoords="offset points", xytext=(3, -26), fontsize=7)
     ax.set_xlabel("Months")
     ax.set_ylabel(f"Costs in {currency}")
     ax.set_title("TCO for a HVAC function (reproduced from the config)")

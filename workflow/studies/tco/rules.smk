@@ -134,6 +134,7 @@ rule tco_figure:
         code=f"{STUDIES}/tco/{{name}}.py",
         series=TCO_OUT["series"],
         break_even=TCO_OUT["break_even"],
+        published=f"{STUDIES}/tco/published.csv",
     output:
         "results/tco/figures/{name}.png",
     log:
@@ -150,7 +151,7 @@ rule tco_figure:
         cfg=lambda wc: study_json("tco"),
     shell:
         "python3 -m studies.tco.{wildcards.name} --series {input.series} --break-even {input.break_even}"
-        " --config {params.cfg} --out {output} > {log} 2>&1"
+        " --published {input.published} --config {params.cfg} --out {output} > {log} 2>&1"
 
 
 rule tco:
