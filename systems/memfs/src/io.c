@@ -2,7 +2,8 @@
  * prefetching thread pools, write handles (sequential write-once buffer),
  * read handles (stripe cache + sequential prefetch), replicate-on-read for
  * the locality policy. */
-#include "memfs.h"
+#include "io.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -504,59 +505,42 @@ int whandle_write(whandle *h, const char *buf, size_t size, off_t off)
  * CAS.  flush() publishes the size; release() (the last close) seals.  If the
  * record is gone or belongs to another generation, the file was unlinked
  * while being written: its stripes are deleted when the handle goes. */
+typedef struct {
+    const whandle *h;
+    uint64_t       size;
+    int            seal;
+} publish_arg;
+
+static int publish_edit(memfs_rec *r, void *arg)
+{
+    const publish_arg *p = arg;
+    if (r->type != 'f' || r->gen != p->h->rec.gen) return ESTALE; /* another file now */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (p->h->rec.place == PLACE_LOCALITY && r->size != p->size) {
+        /* new content: only the writer's copy is valid */
+        r->nown = 1;
+        r->own[0] = p->h->srv;
+    }
+    if (p->seal) r->state = 'c';
+    r->size = p->size;
+    r->mt_sec = ts.tv_sec;
+    r->mt_nsec = ts.tv_nsec;
+    return 0;
+}
+
 static int publish(whandle *h, uint64_t size, int seal)
 {
-    mc_ctx *c = tls_ctx();
-    char key[MEMFS_KEY_MAX + 1], buf[MEMFS_REC_MAX];
-    size_t kl = key_meta(key, sizeof key, h->path);
-    for (int tries = 0; tries < 100; tries++) {
-        char *val;
-        size_t vl;
-        uint64_t cas = 0;
-        ST_INC(memcached_meta_get);
-        memcached_return_t rc = mc_gets(c->all, key, kl, &val, &vl, NULL, &cas);
-        if (rc == MEMCACHED_NOTFOUND) goto orphan;
-        if (rc != MEMCACHED_SUCCESS) {
-            ST_INC(errors_metadata);
-            memfs_log("publish %s: get failed: %s", h->path, memcached_strerror(c->all, rc));
-            return EIO;
-        }
-        memfs_rec r;
-        int bad = rec_parse(val, vl, &r);
-        free(val);
-        if (bad || r.type != 'f' || r.gen != h->rec.gen) goto orphan;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        if (h->rec.place == PLACE_LOCALITY && r.size != size) {
-            /* new content: only the writer's copy is valid */
-            r.nown = 1;
-            r.own[0] = h->srv;
-        }
-        if (seal) r.state = 'c';
-        r.size = size;
-        r.mt_sec = ts.tv_sec;
-        r.mt_nsec = ts.tv_nsec;
-        int l = rec_format(&r, buf, sizeof buf);
-        if (l < 0) return EIO;
-        ST_INC(memcached_meta_cas);
-        rc = memcached_cas(c->all, key, kl, buf, (size_t)l, 0, 0, cas);
-        if (rc == MEMCACHED_SUCCESS) return 0;
-        if (rc == MEMCACHED_DATA_EXISTS) {
-            ST_INC(memcached_meta_cas_conflicts);
-            continue;
-        }
-        if (rc == MEMCACHED_NOTFOUND) goto orphan;
-        ST_INC(errors_metadata);
-        memfs_log("publish %s: cas failed: %s", h->path, memcached_strerror(c->all, rc));
-        return EIO;
+    publish_arg p = {h, size, seal};
+    int err = meta_update(tls_ctx(), h->path, publish_edit, &p, NULL);
+    if (err == ENOENT || err == ESTALE) {
+        pthread_mutex_lock(&ot_mu);
+        h->of->unlinked = 1; /* stripes are deleted when the handle is released */
+        pthread_mutex_unlock(&ot_mu);
+        return 0;
     }
-    memfs_log("publish %s: too many CAS conflicts", h->path);
-    return EIO;
-orphan:
-    pthread_mutex_lock(&ot_mu);
-    h->of->unlinked = 1; /* stripes are deleted when the handle is released */
-    pthread_mutex_unlock(&ot_mu);
-    return 0;
+    if (err) memfs_log("publish %s: %s", h->path, strerror(err));
+    return err;
 }
 
 static int wflush(whandle *h, int seal)
@@ -916,6 +900,18 @@ static void repjob_fn(job *j, mc_ctx *c)
     pthread_mutex_unlock(&ctl->mu);
 }
 
+/* The record must still be the file that was copied; this node joins its owners. */
+static int add_owner_edit(memfs_rec *r, void *arg)
+{
+    const memfs_rec *copied = arg;
+    if (r->type != 'f' || r->gen != copied->gen || r->size != copied->size || r->place != PLACE_LOCALITY)
+        return ESTALE;
+    if (rec_has_owner(r, C.local)) return META_KEEP;
+    if (r->nown >= MEMFS_MAX_OWNERS) return ENOSPC;
+    r->own[r->nown++] = C.local;
+    return 0;
+}
+
 int replicate_file(const char *path, memfs_rec *rec)
 {
     uint64_t ns = rec_nstripes(rec);
@@ -943,40 +939,8 @@ int replicate_file(const char *path, memfs_rec *rec)
     if (err) goto failed;
 
     /* register this node as an additional owner (CAS on the record) */
-    mc_ctx *c = tls_ctx();
-    char key[MEMFS_KEY_MAX + 1], buf[MEMFS_REC_MAX];
-    size_t kl = key_meta(key, sizeof key, path);
-    for (int tries = 0; tries < 100; tries++) {
-        memfs_rec r;
-        uint64_t cas;
-        int e = meta_get(c, path, &r, &cas);
-        if (e) { err = e; goto failed; }
-        if (r.type != 'f' || r.gen != rec->gen || r.size != rec->size || r.place != PLACE_LOCALITY) {
-            err = ESTALE;
-            goto failed;
-        }
-        if (rec_has_owner(&r, C.local)) {
-            *rec = r;
-            goto done;
-        }
-        if (r.nown >= MEMFS_MAX_OWNERS) { err = ENOSPC; goto failed; }
-        r.own[r.nown++] = C.local;
-        int l = rec_format(&r, buf, sizeof buf);
-        if (l < 0) { err = EIO; goto failed; }
-        ST_INC(memcached_meta_cas);
-        memcached_return_t rc = memcached_cas(c->all, key, kl, buf, (size_t)l, 0, 0, cas);
-        if (rc == MEMCACHED_SUCCESS) {
-            *rec = r;
-            goto done;
-        }
-        if (rc == MEMCACHED_DATA_EXISTS) {
-            ST_INC(memcached_meta_cas_conflicts);
-            continue;
-        }
-        err = mc_errno(rc);
-        goto failed;
-    }
-    err = EIO;
+    err = meta_update(tls_ctx(), path, add_owner_edit, rec, rec);
+    if (!err) goto done;
 failed:
     ST_INC(locality_replication_failures);
     if (!rec_has_owner(rec, C.local)) { /* drop partial copies */

@@ -1,7 +1,9 @@
 /* MemFS: a symmetric in-memory runtime file system over memcached (FUSE).
  * Metadata operations, FUSE glue and main().  Data path: io.c. */
 #define FUSE_USE_VERSION 312
+#include "io.h"
 #include "memfs.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,55 +47,6 @@ static struct timespec now_rt(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return ts;
-}
-
-/* ------------------------------------------------------- metadata helpers */
-int meta_get(mc_ctx *c, const char *path, memfs_rec *rec, uint64_t *cas)
-{
-    char key[MEMFS_KEY_MAX + 1];
-    size_t kl = key_meta(key, sizeof key, path);
-    if (!kl) return ENAMETOOLONG;
-    char *val;
-    size_t vl;
-    ST_INC(memcached_meta_get);
-    memcached_return_t rc = mc_gets(c->all, key, kl, &val, &vl, NULL, cas);
-    if (rc == MEMCACHED_NOTFOUND) return ENOENT;
-    if (rc != MEMCACHED_SUCCESS) {
-        ST_INC(errors_metadata);
-        memfs_log("metadata get %s: %s", path, memcached_strerror(c->all, rc));
-        return EIO;
-    }
-    int bad = rec_parse(val, vl, rec);
-    free(val);
-    if (bad) {
-        ST_INC(errors_metadata);
-        memfs_log("metadata record of %s is corrupt", path);
-        return EIO;
-    }
-    return 0;
-}
-
-static int meta_err(mc_ctx *c, const char *what, const char *path, memcached_return_t rc)
-{
-    ST_INC(errors_metadata);
-    memfs_log("%s %s: %s", what, path, memcached_strerror(c->all, rc));
-    return -EIO;
-}
-
-static int dir_append(mc_ctx *c, const char *dir, char type, const char *name,
-                      memcached_return_t *rcout)
-{
-    char key[MEMFS_KEY_MAX + 1];
-    size_t kl = key_dir(key, sizeof key, dir);
-    size_t nl = strlen(name);
-    char *v = malloc(nl + 2);
-    v[0] = type;
-    memcpy(v + 1, name, nl + 1);
-    ST_INC(memcached_meta_append);
-    memcached_return_t rc = memcached_append(c->all, key, kl, v, nl + 2, 0, 0);
-    free(v);
-    *rcout = rc;
-    return rc == MEMCACHED_SUCCESS ? 0 : -1;
 }
 
 static void fill_stat(const memfs_rec *r, struct stat *st)
