@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -131,27 +132,32 @@ class MpifuseMount:
         self.logf.close()
 
 
+def child_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_dd(path):
-    la0 = os.getloadavg()
+    la0, c0 = os.getloadavg(), child_cpu()
     t0 = time.perf_counter()
     r = subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=1M"], capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    la1 = os.getloadavg()
+    la1, cpu = os.getloadavg(), child_cpu() - c0
     m = DD_RE.search(r.stderr)
     ok = r.returncode == 0 and m is not None
     return {"ok": ok, "wall_s": wall, "seconds": float(m.group(2)) if m else None,
-            "bytes": int(m.group(1)) if m else None, "load_start": la0, "load_end": la1,
+            "bytes": int(m.group(1)) if m else None, "cpu_s": cpu, "load_start": la0, "load_end": la1,
             "stderr": None if ok else r.stderr[-500:]}
 
 
 def run_sha(path, want):
-    la0 = os.getloadavg()
+    la0, c0 = os.getloadavg(), child_cpu()
     t0 = time.perf_counter()
     r = subprocess.run(["sha256sum", path], capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    la1 = os.getloadavg()
+    la1, cpu = os.getloadavg(), child_cpu() - c0
     got = r.stdout.split()[0] if r.returncode == 0 and r.stdout else None
-    return {"ok": got == want, "wall_s": wall, "seconds": wall, "sha256": got,
+    return {"ok": got == want, "wall_s": wall, "seconds": wall, "sha256": got, "cpu_s": cpu,
             "load_start": la0, "load_end": la1, "stderr": None if got == want else r.stderr[-500:]}
 
 
@@ -168,16 +174,20 @@ def summarize(raw, size):
             if good and len(good) == len(ms):
                 gbps = sorted(size / s / 1e9 for s in good)
                 med_s = statistics.median(good)
+                cpus = [m["cpu_s"] for m in ms]
                 row.update(min_gbps=gbps[0], median_gbps=statistics.median(gbps), max_gbps=gbps[-1],
-                           median_s=med_s)
+                           median_s=med_s, median_cpu_s=statistics.median(cpus),
+                           median_load=statistics.median(m["load_start"][0] for m in ms))
                 if name == "native":
-                    native[tool] = med_s
+                    native[tool] = (med_s, row["median_cpu_s"])
             rows.append(row)
     for row in rows:
         n = native.get(row["tool"])
         if n and "median_s" in row:
-            row["ratio_to_native"] = n / row["median_s"]
-            row["time_overhead_pct"] = (row["median_s"] / n - 1) * 100
+            row["ratio_to_native"] = n[0] / row["median_s"]
+            row["time_overhead_pct"] = (row["median_s"] / n[0] - 1) * 100
+            # the reader's own CPU (user + sys of dd / sha256sum; a FUSE server's CPU is not in it)
+            row["cpu_ratio_to_native"] = n[1] / row["median_cpu_s"] if row["median_cpu_s"] else None
     return rows
 
 
@@ -284,14 +294,16 @@ def main():
     print(f"kpassthrough bench: {a.size_mib} MiB file on {raw['source_fs']}, {a.repeats} repeats, "
           f"kernel {raw['kernel']}, {raw['cpus']} CPUs; load {raw['load_start'][0]:.2f} -> {raw['load_end'][0]:.2f}"
           " (shared machine)")
-    print(f"{'tool':10} {'variant':18} {'GB/s min':>9} {'median':>8} {'max':>8} {'x native':>9} {'time +%':>8}")
+    print(f"{'tool':10} {'variant':18} {'GB/s min':>9} {'median':>8} {'max':>8} {'x native':>9} {'time +%':>8}"
+          f" {'reader CPU s':>12} {'CPU x native':>12} {'load':>6}")
     for row in raw["summary"]:
         if "median_gbps" not in row:
             print(f"{row['tool']:10} {row['variant']:18} {row['status'] if row['status'] != 'ran' else 'failed'}")
             continue
         print(f"{row['tool']:10} {row['variant']:18} {row['min_gbps']:9.3f} {row['median_gbps']:8.3f} "
               f"{row['max_gbps']:8.3f} {row.get('ratio_to_native', float('nan')):9.3f} "
-              f"{row.get('time_overhead_pct', float('nan')):+8.1f}")
+              f"{row.get('time_overhead_pct', float('nan')):+8.1f} {row['median_cpu_s']:12.3f} "
+              f"{row.get('cpu_ratio_to_native') or float('nan'):12.3f} {row['median_load']:6.1f}")
     for k, s in raw["servers_during_measurements"].items():
         print(f"server {k}: {s}")
     print(f"raw: {a.out}")
