@@ -143,9 +143,9 @@ def plot_envelope(df: pd.DataFrame, cfg: dict, kind: str, out: str) -> None:
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
     what = "bandwidth" if kind == "bw" else "throughput (read()/write() calls)"
     title = textwrap.fill(f"MTC Envelope {what}, {net} ({stand_in_note(sub)})" if stand_in_note(sub)
-                          else f"MTC Envelope {what}, {net}", 150)
+                          else f"MTC Envelope {what}, {net}", 55 * len(sizes))  # ~55 characters per panel
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout(rect=(0, 0.12, 1, 0.97 - 0.04 * title.count("\n") - 0.02))
+    fig.tight_layout(rect=(0, 0.12, 1, 0.95 - 0.05 * title.count("\n")))
     save(fig, out)
 
 
