@@ -70,17 +70,17 @@ def main() -> int:
     h2, lab2 = axes[1].get_legend_handles_labels()
     seen = dict(zip(lab + lab2, h + h2))
     fig.legend([seen[k] for k in ORDER if k in seen], [k for k in ORDER if k in seen], loc="lower center",
-               bbox_to_anchor=(0.5, 0.05),
+               bbox_to_anchor=(0.5, 0.09),
                ncol=4, fontsize=8, frameon=False)
     req = {fs: layout.variant_options(cfg, v).get("max_read", "")
            for fs, v in (("OSR", "osr"), ("Naive", "bcast-nocopy"))}
     calls = t[t.component == "read calls per node"].set_index("file_system")["mean_s"]
     per_gb = {fs: calls.get(fs, float("nan")) / (analysis.size_bytes(f4["size"]) / 1e9) for fs in req}
-    plotting.finish(fig, a.out, "FUSE requests: " + ", ".join(
-        f"{fs} max_read {req[fs]} ({per_gb[fs]:.0f} read calls per GB)" for fs in req)
-                    + " -- the kernel's default 128 KiB request size, as in the paper (7630 per GB); "
-                    + analysis.kinds(df, f4["source"]) + "; hatched, left of 0 = a negative part (the "
-                    "parts overlap in time, or noise made passthrough faster than native)", (0, 0.14, 1, 1), t)
+    plotting.finish(fig, a.out, "requests: " + ", ".join(
+        f"{fs} {req[fs]} ({per_gb[fs]:.0f} calls/GB)" for fs in req)
+                    + ", the kernel's default size as in the paper (7630/GB)\n"
+                    + analysis.kinds(df, f4["source"]) + "\nhatched, left of 0 = a negative part (the "
+                    "parts overlap in time, or noise made passthrough faster than native)", (0, 0.2, 1, 1), t)
     return 0
 
 
