@@ -15,6 +15,7 @@ the medians to native (throughput: native seconds / variant seconds). The machin
 the load averages say how busy it was.
 
   python3 systems/kpassthrough/bench.py [--size-mib 256] [--repeats 5] [--dir DIR] [--out FILE]
+  python3 systems/kpassthrough/bench.py --report RAW.json...   (markdown table from raw files)
 """
 import argparse
 import hashlib
@@ -174,9 +175,10 @@ def summarize(raw, size):
             if good and len(good) == len(ms):
                 gbps = sorted(size / s / 1e9 for s in good)
                 med_s = statistics.median(good)
-                cpus = [m["cpu_s"] for m in ms]
+                cpus = [m.get("cpu_s") for m in ms]
                 row.update(min_gbps=gbps[0], median_gbps=statistics.median(gbps), max_gbps=gbps[-1],
-                           median_s=med_s, median_cpu_s=statistics.median(cpus),
+                           median_s=med_s,
+                           median_cpu_s=statistics.median(cpus) if None not in cpus else None,
                            median_load=statistics.median(m["load_start"][0] for m in ms))
                 if name == "native":
                     native[tool] = (med_s, row["median_cpu_s"])
@@ -187,11 +189,34 @@ def summarize(raw, size):
             row["ratio_to_native"] = n[0] / row["median_s"]
             row["time_overhead_pct"] = (row["median_s"] / n[0] - 1) * 100
             # the reader's own CPU (user + sys of dd / sha256sum; a FUSE server's CPU is not in it)
-            row["cpu_ratio_to_native"] = n[1] / row["median_cpu_s"] if row["median_cpu_s"] else None
+            row["cpu_ratio_to_native"] = n[1] / row["median_cpu_s"] if n[1] and row["median_cpu_s"] else None
     return rows
 
 
+def report(paths):
+    """A markdown table of the summaries of raw files (the README's table is this output)."""
+    def f(x, fmt):
+        return format(x, fmt) if isinstance(x, (int, float)) else "—"
+    print("| run (start, UTC) | tool | variant | GB/s min / median / max | × native (time) | time vs native "
+          "| × native (reader CPU) | load (median) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for p in paths:
+        with open(p) as fh:
+            raw = json.load(fh)
+        # recomputed from the measurements, not copied from the file's own summary
+        for row in summarize(raw, raw["file_bytes"]):
+            if "median_gbps" not in row:
+                print(f"| {raw['started_utc']} | {row['tool']} | {row['variant']} | {row['status']} | | | | |")
+                continue
+            print(f"| {raw['started_utc']} | {row['tool']} | {row['variant']} | {row['min_gbps']:.3f} / "
+                  f"{row['median_gbps']:.3f} / {row['max_gbps']:.3f} | {f(row.get('ratio_to_native'), '.2f')} | "
+                  f"{f(row.get('time_overhead_pct'), '+.0f')} % | {f(row.get('cpu_ratio_to_native'), '.2f')} | "
+                  f"{f(row.get('median_load'), '.1f')} |")
+
+
 def main():
+    if sys.argv[1:2] == ["--report"]:
+        return report(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size-mib", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=5)
