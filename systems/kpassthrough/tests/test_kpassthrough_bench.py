@@ -1,0 +1,83 @@
+"""bench.py: the summary is recomputed from the raw measurements (ratios, failed pairs shown as
+failed, never as numbers), and a tiny real run writes a raw file whose bytes and counters
+check out (no timings asserted)."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from kpassthrough_testlib import SYS, kernel_has_passthrough, missing_prereq, mounted
+
+spec = importlib.util.spec_from_file_location("kp_bench", os.path.join(SYS, "bench.py"))
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+SIZE = 1 << 30
+
+
+def m(variant, tool, seconds, cpu, ok=True):
+    return {"variant": variant, "tool": tool, "seconds": seconds, "cpu_s": cpu, "ok": ok,
+            "load_start": [1.0, 1.0, 1.0]}
+
+
+def raw(measurements, names=("native", "kernel", "off")):
+    return {"variants": [{"name": n, "status": "ran"} for n in names], "measurements": measurements}
+
+
+def rows(r):
+    return {(x["variant"], x["tool"]): x for x in bench.summarize(r, SIZE)}
+
+
+def test_ratios_are_native_median_over_variant_median():
+    r = raw([m("native", "dd", s, 0.2) for s in (1.0, 2.0, 9.0)]      # median 2.0
+            + [m("kernel", "dd", s, 0.25) for s in (2.5, 4.0, 0.1)]   # median 2.5
+            + [m("off", "dd", s, 1.0) for s in (8.0, 8.0, 8.0)]
+            + [m(v, "sha256sum", 1.0, 0.5) for v in ("native", "kernel", "off")])
+    got = rows(r)
+    assert got[("kernel", "dd")]["ratio_to_native"] == pytest.approx(2.0 / 2.5)
+    assert got[("kernel", "dd")]["time_overhead_pct"] == pytest.approx(25.0)
+    assert got[("kernel", "dd")]["cpu_ratio_to_native"] == pytest.approx(0.2 / 0.25)
+    assert got[("off", "dd")]["ratio_to_native"] == pytest.approx(0.25)
+    assert got[("kernel", "dd")]["max_gbps"] == pytest.approx(SIZE / 0.1 / 1e9)
+    assert got[("native", "sha256sum")]["ratio_to_native"] == pytest.approx(1.0)
+
+
+def test_a_failed_measurement_fails_the_pair_not_zero():
+    r = raw([m("native", "dd", 1.0, 0.1), m("kernel", "dd", 1.0, 0.1),
+             m("kernel", "dd", None, 0.1, ok=False), m("off", "dd", 2.0, 0.1)]
+            + [m(v, "sha256sum", 1.0, 0.5) for v in ("native", "kernel", "off")])
+    got = rows(r)
+    assert got[("kernel", "dd")]["failed"] == 1
+    assert "ratio_to_native" not in got[("kernel", "dd")] and "median_gbps" not in got[("kernel", "dd")]
+    assert got[("off", "dd")]["ratio_to_native"] == pytest.approx(0.5)
+
+
+def test_no_native_no_ratio():
+    r = raw([m("native", "dd", None, 0.1, ok=False), m("kernel", "dd", 1.0, 0.1)], names=("native", "kernel"))
+    assert "ratio_to_native" not in rows(r)[("kernel", "dd")]
+
+
+@pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
+def test_tiny_real_run_writes_a_consistent_raw_file(tmp_path):
+    if not kernel_has_passthrough():
+        pytest.skip("kernel FUSE passthrough needs Linux >= 6.9")
+    subprocess.run(["make", "-s", "-C", SYS], check=True)
+    out = tmp_path / "raw.json"
+    r = subprocess.run([sys.executable, os.path.join(SYS, "bench.py"), "--size-mib", "2", "--repeats", "2",
+                        "--no-libfuse", "--dir", str(tmp_path / "scratch"), "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = json.loads(out.read_text())
+    assert d["mounts_left"] == [] and not mounted(str(tmp_path / "scratch" / "mnt-kernel"))
+    assert {v["name"]: v["status"] for v in d["variants"]} == {
+        "native": "ran", "kernel": "ran", "off": "ran", "libfuse-userspace": "not run: --no-libfuse"}
+    ms = d["measurements"]
+    assert len(ms) == 2 * 2 * 3 and all(x["ok"] for x in ms)
+    assert all(x["bytes"] == 2 << 20 for x in ms if x["tool"] == "dd")
+    assert len({x["sha256"] for x in ms if x["tool"] == "sha256sum"}) == 1
+    srv = d["servers_during_measurements"]
+    assert srv["kernel"]["ops"]["read"] == 0 and srv["kernel"]["ops"]["open_passthrough"] == 4
+    assert srv["off"]["ops"]["read"] > 0 and srv["off"]["ops"]["read_bytes"] >= 4 * (2 << 20)
+    assert not (tmp_path / "scratch").exists()
