@@ -11,7 +11,8 @@ import time
 import pytest
 
 SYS = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BIN = os.path.join(SYS, "build", "kpassthrough")
+# KPASSTHROUGH_BIN: another build of the binary (e.g. a deliberately broken one, to see a test fail)
+BIN = os.environ.get("KPASSTHROUGH_BIN", os.path.join(SYS, "build", "kpassthrough"))
 MIB = 1 << 20
 # name -> size; the 8 MiB file is random bytes, the small ones too
 SIZES = {"empty": 0, "one": 1, "page_plus_one": 4097, "random_8m": 8 * MIB}
