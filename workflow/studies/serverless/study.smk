@@ -119,8 +119,8 @@ register_study(
         "stand_ins": SL_STAND_INS,
         "expected_times": {
             "setup_local": "none beyond ./repro setup (builds systems/faas-functions and systems/faas-standin)",
-            "run_local": "about 6 min on 2 cores: 365 s of job time measured (26 image runs, 30 bytes "
-            "sweeps, 4 limit jobs; 2 repeats)",
+            "run_local": "about 6-12 min on 2 shared cores: 365 s / 718 s of job time measured (quiet / "
+            "load 11-14; 26 image runs, 30 bytes sweeps, 4 limit jobs; 2 repeats)",
             "analysis_local": "< 1 min",
             "run_cluster": "image runs: 1,000 images at 4.6-16 images/s = 1-4 min each, 110 runs; bytes: "
             "15 parallel sweeps (25 sizes x 100 requests) and 6 single sweeps (25 x 1,000 requests) per "
