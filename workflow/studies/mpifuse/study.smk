@@ -158,7 +158,7 @@ register_study(
         "run_local": "about 17 min on an idle 2-core machine (72 runs of 8 use cases + the 1.5-min speed "
         "benchmark; the reference run measured 14.2 min), up to 27 min while other studies load the machine",
         "analysis_local": "< 1 min",
-        "run_cluster": "480 jobs of n+1 nodes (n up to 24), about 7 h of job time at 10 repeats (1 GB runs "
+        "run_cluster": "480 jobs of n+1 nodes (n up to 24), about 8 h of job time at 10 repeats (8 use cases; 1 GB runs "
         "dominate), less where small-n jobs run side by side",
     },
     # the report sums these into the measured run time: every benchmark job, the speed
