@@ -124,7 +124,7 @@ def test_claims_main_writes_builder_claims_and_counts(tmp_path, capsys):
     assert list(df.verdict) == ["reproduced", "not reproduced", "informative"]
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last == ("s_claims: 3 claims, 2 shape, reproduced 1, not reproduced 1, informative 1, "
-                    "not run 0, failed 0")
+                    "failed 0, not run 0, cluster-only 0")
 
 
 def test_config_defaults_and_named_errors():

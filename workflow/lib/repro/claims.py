@@ -34,6 +34,10 @@ NOT_REPRODUCED = "not reproduced"
 INFO = "informative"
 NOT_RUN = "not run"
 FAILED = "failed"
+# a statement about a scale the configuration does not run (e.g. 16-64 nodes): the paper's number
+# and the tolerance are stated, the cluster configuration gives it a verdict
+CLUSTER_ONLY = "cluster-only"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INFO, FAILED, NOT_RUN, CLUSTER_ONLY)
 
 
 @dataclass
@@ -132,7 +136,7 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
 
 def summary(study: str, cl: list[Claim]) -> str:
     """One line: how many claims, how many shape claims, and the count of every verdict."""
-    n = {v: sum(c.verdict == v for c in cl) for v in (REPRODUCED, NOT_REPRODUCED, INFO, NOT_RUN, FAILED)}
+    n = {v: sum(c.verdict == v for c in cl) for v in VERDICTS}
     return (f"{study}_claims: {len(cl)} claims, {sum(c.kind == 'shape' for c in cl)} shape, "
             + ", ".join(f"{k} {v}" for k, v in n.items()))
 

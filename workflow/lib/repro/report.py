@@ -33,14 +33,14 @@ import pandas as pd
 from repro import claims as claims_mod
 from repro import provenance, tidy
 
-VERDICTS = [claims_mod.REPRODUCED, claims_mod.NOT_REPRODUCED, claims_mod.INFO, claims_mod.FAILED,
-            claims_mod.NOT_RUN]
+VERDICTS = list(claims_mod.VERDICTS)
 VERDICT_CLASS = {
     claims_mod.REPRODUCED: "ok",
     claims_mod.NOT_REPRODUCED: "bad",
     claims_mod.INFO: "info",
     claims_mod.NOT_RUN: "missing",
     claims_mod.FAILED: "bad",
+    claims_mod.CLUSTER_ONLY: "missing",
 }
 MISSED = (claims_mod.NOT_REPRODUCED, claims_mod.FAILED)
 
@@ -340,8 +340,9 @@ def front_page(ctx: Context, studies: list[Study], claims: pd.DataFrame, times: 
         f"<h1>{esc(ctx.title)}</h1>", nav(studies, None), ctx.provenance("paper/index.html"),
         f"<p><b>Claims:</b> {esc(summary)}. <i>reproduced</i>: within the stated tolerance, or the relation "
         "holds; <i>not reproduced</i>: it does not; <i>informative</i>: absolute numbers on other hardware, shown "
-        "side by side without a verdict; <i>failed</i>: the runs it needs failed; <i>not run</i>: switched off, "
-        "cluster-only, or no results. Published values come from each study's <code>published.csv</code> and are "
+        "side by side without a verdict; <i>failed</i>: the runs it needs failed; <i>not run</i>: switched off "
+        "or no results; <i>cluster-only</i>: a statement about a scale only the cluster configuration runs (its "
+        "number and tolerance are stated). Published values come from each study's <code>published.csv</code> and are "
         "only ever shown in their own column.</p>",
         '<h2 id="studies">Studies</h2>',
         "<table><tr><th>study</th><th>paper</th>" + "".join(f"<th>{esc(v)}</th>" for v in VERDICTS)

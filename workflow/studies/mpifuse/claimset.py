@@ -40,12 +40,12 @@ def _pubnum(pub, metric, use_case, default, **match) -> float:
 
 
 def _cluster_only(c: C.Claim, published, tolerance: str, why: str) -> C.Claim:
-    """A statement about a scale this configuration does not run: the paper's number, verdict not run."""
+    """A statement about a scale this configuration does not run: the paper's number, verdict cluster-only."""
     c.kind = "value"
     c.published = published
     c.reproduced = f"cluster-only: {why}"
     c.tolerance = tolerance
-    c.verdict = C.NOT_RUN
+    c.verdict = C.CLUSTER_ONLY
     c.note = "cluster-only: " + why
     return c
 
