@@ -27,7 +27,7 @@ def label(variant: str, source: str | None = None) -> str:
 
 
 def setup():
-    sns.set_theme(style="whitegrid", context="paper")
+    plotting.theme()  # the one theme of every study
     return plt
 
 
