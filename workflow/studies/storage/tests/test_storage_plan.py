@@ -24,7 +24,7 @@ def test_full_matrix_is_the_papers_126_workloads():
     assert gen.PAPER_MATRIX["workers"] == cfg["cosbench"]["workers"]
     md = [p for p in layout.expected_raw(cfg) if "benchmark~mdtest" in p]
     assert len(md) == 3 * cfg["repeats"] and all("size~3901B" in p for p in md)
-    assert cfg["mdtest"]["files"] == 1000000 and cfg["enabled"] is False
+    assert cfg["mdtest"]["files"] == 1000000 and cfg["enabled"] is True
 
 
 def test_raw_paths_are_stable_and_parse_back():
