@@ -188,6 +188,28 @@ def summarize(raw, size):
                 if name == "native":
                     native[tool] = (med_s, row["median_cpu_s"])
             rows.append(row)
+    # paired: native and the variant measured in the same round (minutes apart at most), the
+    # ratio per round, then its median -- steadier than a ratio of medians when the load drifts
+    rounds = {}
+    for m in raw["measurements"]:
+        if "round" in m:
+            rounds.setdefault((m["tool"], m["round"]), {})[m["variant"]] = m
+    for row in rows:
+        if "median_s" not in row:
+            continue
+        t, c = [], []
+        for (tool, _), by in rounds.items():
+            nat, var = by.get("native"), by.get(row["variant"])
+            if tool != row["tool"] or not nat or not var or not (nat["ok"] and var["ok"]):
+                continue
+            t.append(nat["seconds"] / var["seconds"])
+            if nat.get("cpu_s") and var.get("cpu_s"):
+                c.append(nat["cpu_s"] / var["cpu_s"])
+        if t:
+            row["paired_ratio_to_native"] = statistics.median(t)
+            row["paired_ratio_range"] = [min(t), max(t)]
+        if c:
+            row["paired_cpu_ratio_to_native"] = statistics.median(c)
     for row in rows:
         n = native.get(row["tool"])
         if n and "median_s" in row:
@@ -202,21 +224,40 @@ def report(paths):
     """A markdown table of the summaries of raw files (the README's table is this output)."""
     def f(x, fmt):
         return format(x, fmt) if isinstance(x, (int, float)) else "—"
-    print("| run (start, UTC) | tool | variant | GB/s min / median / max | × native (time) | time vs native "
-          "| × native (reader CPU) | load (median) |")
-    print("|---|---|---|---|---|---|---|---|")
+    raws = []
     for p in paths:
         with open(p) as fh:
-            raw = json.load(fh)
+            raws.append(json.load(fh))
+    # compact: the per-round-pair medians, one line per run
+    print("| run (UTC), rounds, load | dd: kernel | dd: off | dd: libfuse | sha256sum: kernel | sha256sum: off "
+          "| sha256sum: libfuse | kernel reader CPU dd / sha256sum |")
+    print("|---|---|---|---|---|---|---|---|")
+    for raw in raws:
+        rows = {(x["variant"], x["tool"]): x for x in summarize(raw, raw["file_bytes"])}
+
+        def c(v, t, key="paired_ratio_to_native"):
+            return f((rows.get((v, t)) or {}).get(key), ".2f")
+        loads = [m["load_start"][0] for m in raw["measurements"]]
+        print(f"| {raw['started_utc'][11:16]}, {raw['repeats']}, {min(loads):.0f}–{max(loads):.0f} | "
+              + " | ".join(c(v, t) for t in ("dd", "sha256sum") for v in ("kernel", "off", "libfuse-userspace"))
+              + f" | {c('kernel', 'dd', 'paired_cpu_ratio_to_native')} / "
+              f"{c('kernel', 'sha256sum', 'paired_cpu_ratio_to_native')} |")
+    print()
+    print("| run (start, UTC) | tool | variant | GB/s min / median / max | × native (ratio of medians) "
+          "| time vs native | × native, per-round pairs: median [min–max] | reader CPU × native (pairs) "
+          "| load |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for raw in raws:
         # recomputed from the measurements, not copied from the file's own summary
         for row in summarize(raw, raw["file_bytes"]):
             if "median_gbps" not in row:
-                print(f"| {raw['started_utc']} | {row['tool']} | {row['variant']} | {row['status']} | | | | |")
+                print(f"| {raw['started_utc']} | {row['tool']} | {row['variant']} | {row['status']} | | | | | |")
                 continue
             print(f"| {raw['started_utc']} | {row['tool']} | {row['variant']} | {row['min_gbps']:.3f} / "
                   f"{row['median_gbps']:.3f} / {row['max_gbps']:.3f} | {f(row.get('ratio_to_native'), '.2f')} | "
-                  f"{f(row.get('time_overhead_pct'), '+.0f')} % | {f(row.get('cpu_ratio_to_native'), '.2f')} | "
-                  f"{f(row.get('median_load'), '.1f')} |")
+                  f"{f(row.get('time_overhead_pct'), '+.0f')} % | {f(row.get('paired_ratio_to_native'), '.2f')}"
+                  + (" [{:.2f}–{:.2f}]".format(*row["paired_ratio_range"]) if "paired_ratio_range" in row else "")
+                  + f" | {f(row.get('paired_cpu_ratio_to_native'), '.2f')} | {f(row.get('median_load'), '.1f')} |")
 
 
 def main():
@@ -326,14 +367,15 @@ def main():
           f"kernel {raw['kernel']}, {raw['cpus']} CPUs; load {raw['load_start'][0]:.2f} -> {raw['load_end'][0]:.2f}"
           " (shared machine)")
     print(f"{'tool':10} {'variant':18} {'GB/s min':>9} {'median':>8} {'max':>8} {'x native':>9} {'time +%':>8}"
-          f" {'reader CPU s':>12} {'CPU x native':>12} {'load':>6}")
+          f" {'paired x':>9} {'reader CPU s':>12} {'CPU x native':>12} {'load':>6}")
     for row in raw["summary"]:
         if "median_gbps" not in row:
             print(f"{row['tool']:10} {row['variant']:18} {row['status'] if row['status'] != 'ran' else 'failed'}")
             continue
         print(f"{row['tool']:10} {row['variant']:18} {row['min_gbps']:9.3f} {row['median_gbps']:8.3f} "
               f"{row['max_gbps']:8.3f} {row.get('ratio_to_native', float('nan')):9.3f} "
-              f"{row.get('time_overhead_pct', float('nan')):+8.1f} {row['median_cpu_s']:12.3f} "
+              f"{row.get('time_overhead_pct', float('nan')):+8.1f} "
+              f"{row.get('paired_ratio_to_native', float('nan')):9.3f} {row['median_cpu_s']:12.3f} "
               f"{row.get('cpu_ratio_to_native') or float('nan'):12.3f} {row['median_load']:6.1f}")
     for k, s in raw["servers_during_measurements"].items():
         print(f"server {k}: {s}")

@@ -44,6 +44,22 @@ def test_ratios_are_native_median_over_variant_median():
     assert got[("native", "sha256sum")]["ratio_to_native"] == pytest.approx(1.0)
 
 
+def test_paired_ratio_is_the_median_of_per_round_ratios():
+    def r_(v, rnd, sec, cpu):
+        x = m(v, "dd", sec, cpu)
+        x["round"] = rnd
+        return x
+    # the load drifts: round 2 is slow for both; per round the kernel is 2x, 1x, 1.25x native
+    r = raw([r_("native", 0, 1.0, 0.1), r_("kernel", 0, 0.5, 0.1),
+             r_("native", 1, 2.0, 0.2), r_("kernel", 1, 2.0, 0.4),
+             r_("native", 2, 10.0, 1.0), r_("kernel", 2, 8.0, 1.0)], names=("native", "kernel"))
+    k = rows(r)[("kernel", "dd")]
+    assert k["paired_ratio_to_native"] == pytest.approx(1.25)
+    assert k["paired_ratio_range"] == pytest.approx([1.0, 2.0])
+    assert k["paired_cpu_ratio_to_native"] == pytest.approx(1.0)
+    assert k["ratio_to_native"] == pytest.approx(2.0 / 2.0)  # ratio of medians differs in general
+
+
 def test_a_failed_measurement_fails_the_pair_not_zero():
     r = raw([m("native", "dd", 1.0, 0.1), m("kernel", "dd", 1.0, 0.1),
              m("kernel", "dd", None, 0.1, ok=False), m("off", "dd", 2.0, 0.1)]
