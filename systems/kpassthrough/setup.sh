@@ -4,7 +4,7 @@
 #     else rustup installs RUST_TOOLCHAIN (minimal profile) -- Debian bookworm's rustc 1.63 is
 #     too old;
 #  2. `cargo fetch --locked`: the crates named in Cargo.lock, from crates.io, into cargo's cache.
-# Warm (toolchain present, crates cached): a no-op apart from cargo's lock-file check.
+# Warm (toolchain present, crates cached): a no-op, offline.
 set -euo pipefail
 RUST_TOOLCHAIN=${RUST_TOOLCHAIN:-1.95.0}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,5 +30,10 @@ else
     say "toolchain: $(rustc --version)"
 fi
 cd "$here"
-cargo fetch --locked
-say "crates fetched (Cargo.lock)"
+# warm: everything already cached, no network; cold: fetch the locked crates by name
+if cargo fetch --locked --offline >/dev/null 2>&1; then
+    say "crates already cached (Cargo.lock)"
+else
+    cargo fetch --locked
+    say "crates fetched (Cargo.lock)"
+fi
