@@ -77,7 +77,8 @@ def resnet50_torchserve_leads(df, pub, cfg) -> list[claims.Claim]:
         lead = max(at, key=at.get)
         ok = at["torchserve"] >= (1 - tol) * other
         holds &= ok
-        parts.append(f"{u}: {layout.LABELS[lead]} ({_f(at['torchserve'])} vs best other {_f(other)})")
+        parts.append(f"{u} user(s): first {layout.LABELS[lead]}, TorchServe {_f(at['torchserve'])} vs best other "
+                     f"{_f(other)}")
     return [claims.shape_claim(c, holds if users else None, "; ".join(parts) + f"; tolerance {tol:.0%}", expected)]
 
 

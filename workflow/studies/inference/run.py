@@ -174,7 +174,8 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path) -
     if out.exists():
         shutil.rmtree(out)
     n_users = layout.users(cfg)
-    budget = cfg["server_start_timeout_s"] + 60 + len(n_users) * (cfg["run_time_s"] + cfg["locust"]["stop_timeout_s"] + 60)
+    per_run = cfg["run_time_s"] + cfg["locust"]["stop_timeout_s"] + 60
+    budget = cfg["server_start_timeout_s"] + 60 + len(n_users) * per_run
     with tempfile.TemporaryDirectory(prefix="rinf-") as tmp:
         cmd = serve_command(cfg, server, model, models["dir"], Path(tmp) / "server", out)
         _progress(f"{server} ({layout.kind_of(cfg, server)}, {kind}) x {model} rep {rep}: " + shlex.join(cmd)[:600])
@@ -205,7 +206,8 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path) -
             continue
         rawio.write_json_atomic(raw, rawio.finish(rec))
         rawio.clear_failure(raw)
-        _progress(f"{raw}: {rawio.value(rec, 'throughput'):.2f} req/s, median {rawio.value(rec, 'latency_median'):.0f} ms")
+        _progress(f"{raw}: {rawio.value(rec, 'throughput'):.2f} req/s, "
+                  f"median {rawio.value(rec, 'latency_median'):.0f} ms")
     return 1 if bad or rc else 0
 
 
