@@ -114,3 +114,26 @@ def test_pdf_check_sees_a_table_cut_off_at_the_page_edge(tmp_path):
     assert all("pdf_page" not in p for p in report_check.check_pdf(good.with_suffix(".pdf")))
     cut = [p for p in report_check.check_pdf(bad.with_suffix(".pdf")) if "pdf_page" in p]
     assert [p["pdf_page"] for p in cut] == [1]
+
+
+def test_a_long_data_table_shows_its_head_and_links_the_csv(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    pd.DataFrame({"config": [f"c{i}" for i in range(100)], "value": [i / 3 for i in range(100)]}).to_csv(
+        "long.csv", index=False)
+    pd.DataFrame({"config": ["a", "b"], "value": [1.23456, 2.0]}).to_csv("short.csv", index=False)
+    claims = tmp_path / "claims.csv"
+    claims.write_text("study,claim_id,claim,paper_ref,target,output,kind,published,reproduced,unit,tolerance,verdict,"
+                      "system_kind,note\ns,c1,x,ref,t,short.csv,shape,1,1.23456,s,,reproduced,real,\n")
+    st = {"title": "S", "paper": "P", "enabled": True, "claims": str(claims), "measurements": [], "figures": [],
+          "tables": [{"path": "long.csv", "caption": "Long"}, {"path": "short.csv", "caption": "Short"}],
+          "benchmarks": []}
+
+    class Args:
+        title, scale, configfiles, outdir = "T", "local", "config/local.yaml", str(tmp_path / "paper")
+
+    ctx = report.Context(Args)
+    study = report.Study("s", st)
+    html = "\n".join(report.study_page(ctx, study, [study]))
+    assert "the first 15 of 100 rows" in html and "<td>c14</td>" in html and "<td>c15</td>" not in html
+    assert "<td>b</td>" in html  # the short table whole, its claim under it
+    assert html.index("Claims drawn from this table") > html.index("<h2>Short</h2>")

@@ -47,6 +47,10 @@ MISSED = (claims_mod.NOT_REPRODUCED, claims_mod.FAILED)
 # Tables wider than this many columns are split into parts that repeat the label columns, so
 # that no column is cut off on an A4 page (the render check, repro.report_check, verifies it).
 MAX_COLS = 8
+# A data table longer than this is shown by its first HEAD_ROWS rows and a link to the CSV (the
+# claims tables are always shown whole).
+MAX_ROWS = 40
+HEAD_ROWS = 15
 MONEY_UNITS = ("EUR", "€", "USD", "$")
 
 CSS = """
@@ -419,9 +423,15 @@ def study_page(ctx: Context, s: Study, studies: list[Study]) -> list[str]:
         if not os.path.exists(path):
             body.append(f'<p class="muted">table not produced: {esc(path)}</p>')
             continue
-        body.append(table_html(pd.read_csv(path), None))
-        body.append(f'<p class="muted">full precision: <code>{esc(path)}</code> · regenerate: '
-                    f"<code>{esc(ctx.command(path))}</code></p>")
+        data = pd.read_csv(path)
+        if len(data) > MAX_ROWS:
+            body.append(table_html(data.head(HEAD_ROWS), None))
+            body.append(f'<p class="muted">the first {HEAD_ROWS} of {len(data)} rows; every row at full precision: '
+                        f"<code>{esc(path)}</code> · regenerate: <code>{esc(ctx.command(path))}</code></p>")
+        else:
+            body.append(table_html(data, None))
+            body.append(f'<p class="muted">full precision: <code>{esc(path)}</code> · regenerate: '
+                        f"<code>{esc(ctx.command(path))}</code></p>")
         mine = claims_for(s.claims, [path]).drop(index=list(shown), errors="ignore")
         shown |= set(mine.index)
         if not mine.empty:
