@@ -18,14 +18,14 @@ def test_local_paths_are_stable_and_complete():
     cfg = tl.section()
     exp = layout.expected_raw(cfg)
     assert len(exp) == len(set(exp))
-    assert "results/inference/raw/experiment~serve/server~triton-tensorflow/model~resnet50/users~4/rep~1.json" in exp
+    assert "results/inference/raw/experiment~serve/server~triton-tensorflow/model~resnet50/users~4/rep~0.json" in exp
     assert "results/inference/raw/experiment~raw_rate/model~bart/framework~torch/rep~0.json" in exp
-    assert "results/inference/raw/experiment~ceiling/users~10/rep~1.json" in exp
+    assert "results/inference/raw/experiment~ceiling/users~10/rep~0.json" in exp
     assert not any("model~bart/framework~tf" in p for p in exp)  # BART has no TF side
     jobs = layout.job_outputs(cfg)
     gaps = set(exp) - set(jobs)
     assert gaps and all("model~bart" in p and "server~torchserve" not in p for p in gaps)
-    assert len(layout.serve_jobs(cfg)) == (4 * 2 + 1) * 2
+    assert len(layout.serve_jobs(cfg)) == 4 * 2 + 1  # 1 repeat locally
     kinds = {layout.system_kind_of_path(cfg, p) for p in exp}
     assert kinds == {"real", "stand-in:tritonserver-python-backend", "stand-in:tfserving-rest-on-tf-python"}
     assert cfg["weights"] == "random-from-config" and cfg["threads"] == 1
@@ -83,7 +83,7 @@ def test_plans(snake, workspace):
     local = snake("-n", "inference", "--profile", "profiles/local", "--configfile", "config/local.yaml", str(on),
                   timeout=300).stdout
     c = _counts(local)
-    assert c.get("inference_serve") == 18 and c.get("inference_raw_rate") == 10, local[-3000:]
+    assert c.get("inference_serve") == 9 and c.get("inference_raw_rate") == 5, local[-3000:]
     assert c.get("inference_claims") == 1 and c.get("inference_figure") == 4 and c.get("inference_table") == 2
     assert "--gres" not in local
     bad = workspace / "inference-bad.yaml"
