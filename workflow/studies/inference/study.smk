@@ -115,8 +115,8 @@ register_study(
         "expected_times": {
             "setup_local": "systems/inference/setup.sh (cold about 9 min: torch and TF venvs), the model "
             "preparation at the local sizes (cold about 1-5 min: the TF SavedModel exports), cached",
-            "run_local": "about 17 min on 2 cores (quiet): 1,009 s of job time measured (18 serve jobs 776 s, "
-            "10 raw-rate jobs 201 s, 2 ceiling jobs 24 s; 2 repeats); 33 min at load 8-15",
+            "run_local": "about 8 min on 2 cores (1 repeat): 472-481 s of job time measured twice (9 serve jobs "
+            "366 s, 5 raw-rate jobs 94 s, ceiling 12 s); 2 repeats 17 min (quiet) to 33 min (load 8-15)",
             "analysis_local": "< 1 min",
             "run_cluster": "16 served pairs minus the paper's gaps x 5 repeats, each 6 user counts x 60 s "
             "plus server start-up: about 8 min per job, roughly 9 h of job time",
