@@ -134,6 +134,14 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     return pd.read_csv(path, dtype=str, keep_default_na=False)
 
 
+def run_builders(builders, *args) -> list[Claim]:
+    """The claims of every builder, in order: each is called with the same arguments."""
+    out: list[Claim] = []
+    for b in builders:
+        out += b(*args)
+    return out
+
+
 def summary(study: str, cl: list[Claim]) -> str:
     """One line: how many claims, how many shape claims, and the count of every verdict."""
     n = {v: sum(c.verdict == v for c in cl) for v in VERDICTS}

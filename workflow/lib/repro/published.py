@@ -24,3 +24,11 @@ def lookup(pub: pd.DataFrame, **match: str) -> pd.Series | None:
         sel &= pub[col] == str(want)
     rows = pub[sel]
     return rows.iloc[0] if len(rows) else None
+
+
+def number(pub: pd.DataFrame, **match: str) -> float | None:
+    """The published value of the first matching row as a number, or None (no row, or not a number)."""
+    row = lookup(pub, **match)
+    if row is None or pd.isna(row["value_num"]):
+        return None
+    return float(row["value_num"])

@@ -254,6 +254,7 @@ class Study:
         kinds = set(self.standin_table.system_kind) if not self.standin_table.empty else set()
         kinds |= {k for k in self.claims.system_kind.astype(str) if k.startswith("stand-in:")}
         self.standin_kinds = sorted(kinds)
+        self.standin_names = sorted({k.removeprefix("stand-in:").strip() for k in kinds})
         self.seconds = measured_seconds(st.get("benchmarks", []))
         self.counts = self.claims.verdict.value_counts().to_dict()
 
@@ -337,7 +338,7 @@ def front_page(ctx: Context, studies: list[Study], claims: pd.DataFrame, times: 
             f'<span class=muted>{esc(s.paper)}</span></td>'
             + "".join(f'<td class="num">{c[v]}</td>' for v in VERDICTS)
             + f"<td>{esc(fmt_seconds(s.seconds))}</td>"
-            f"<td>{esc(', '.join(sorted({k.removeprefix('stand-in:').strip() for k in s.standin_kinds})) or '—')}</td></tr>")
+            f"<td>{esc(', '.join(s.standin_names) or '—')}</td></tr>")
     totals = claims.verdict.value_counts().to_dict()
     summary = ", ".join(f"{v}: {int(totals.get(v, 0))}" for v in VERDICTS)
     return [

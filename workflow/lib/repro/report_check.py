@@ -113,7 +113,7 @@ def check_pdf(pdf: Path) -> list[dict]:
             lo, _ = box.getextrema()
             if lo < 200:
                 problems.append({"pdf_page": n, "darkest_in_right_margin": lo})
-    return problems + [{"pdf_pages": len(pages)}] if not problems else problems
+    return problems + [{"pdf_pages": len(pages)}]
 
 
 def main(argv=None) -> int:
@@ -146,8 +146,8 @@ def main(argv=None) -> int:
     pdf = []
     if args.pdf:
         pdf = check_pdf(Path(args.pdf))
-        problems += [f"{args.pdf}: page {p['pdf_page']} has ink in its right margin (darkest {p['darkest_in_right_margin']})"
-                     for p in pdf if "pdf_page" in p]
+        problems += [f"{args.pdf}: page {p['pdf_page']} has ink in its right margin "
+                     f"(darkest {p['darkest_in_right_margin']})" for p in pdf if "pdf_page" in p]
     summary = {"pages": results, "pdf": pdf, "problems": problems, "ok": not problems}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(args.out).with_suffix(".tmp")

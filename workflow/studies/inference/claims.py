@@ -301,10 +301,7 @@ BUILDERS = [resnet50_torchserve_leads, resnet50_tfserving_slowest, resnet50_trit
 
 
 def build(df: pd.DataFrame, pub: pd.DataFrame, cfg: dict) -> list[claims.Claim]:
-    out = []
-    for b in BUILDERS:
-        out += b(df, pub, cfg)
-    return out
+    return claims.run_builders(BUILDERS, df, pub, cfg)
 
 
 def main(argv=None) -> int:

@@ -30,11 +30,7 @@ def read_published(path) -> pd.DataFrame:
     return rpub.load(path)
 
 
-def published_value(pub: pd.DataFrame, **match) -> float | None:
-    row = rpub.lookup(pub, **match)
-    if row is None or pd.isna(row["value_num"]):
-        return None
-    return float(row["value_num"])
+published_value = rpub.number
 
 
 def kinds(df: pd.DataFrame) -> str:

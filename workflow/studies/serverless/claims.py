@@ -264,10 +264,7 @@ BUILDERS = [image_nuclio_vs_openfaas, np_openfaas_slight_edge, np_scales_proport
 
 
 def build(df: pd.DataFrame, pub: pd.DataFrame, cfg: dict) -> list[claims.Claim]:
-    out = []
-    for b in BUILDERS:
-        out += b(df, pub, cfg)
-    return out
+    return claims.run_builders(BUILDERS, df, pub, cfg)
 
 
 def main(argv=None) -> int:
