@@ -1,38 +1,85 @@
 #!/usr/bin/env python3
 """How close the mpifuse file systems run to this machine's limits (not a paper experiment).
 
-Run with max(speed.nodes)+1 MPI ranks (rank 0 writes the file, ranks 1..k read):
+Run with max(speed.nodes)+1 MPI ranks (rank 0 writes the files, ranks 1..k read):
 
-* read throughput of one large file on one node: native vs FUSE passthrough vs OSR (n=1),
-  with ``dd bs=1M`` (raw reading) and with ``sha256sum`` (the benchmark's reader); FUSE
-  overhead = 1 - throughput(FUSE) / throughput(native);
-* bytes read from the source as the node count k grows: OSR (and OSR refined) read the file
-  once (1x), native readers k times.
+1. read throughput of one large file on one node, ``dd bs=1M`` (raw reading from a hot page cache)
+   and ``sha256sum`` (the benchmark's reader), per repeat every variant of ``speed.variants`` in
+   turn, native first: native, the paper's user-space FUSE passthrough (libmpifuse; also with the
+   FUSE threads option switched the other way), OSR, OSR refined (ours) and kernel FUSE
+   passthrough (systems/kpassthrough, ours, beyond the paper). Beside each timing: the reader's
+   CPU (user+sys of dd/sha256sum), the file system's CPU (the rank's process, which runs
+   libmpifuse in-process, or kpassthrough's server process; /proc/<pid>/stat), dd's own time and
+   the file system's counters (libmpifuse's stats JSON, kept whole; kpassthrough's op counts);
+2. bytes read from the source as the node count k grows: OSR (and OSR refined) read the file
+   once (1x), native readers k times (first repeat only: deterministic);
+3. idle CPU: every file system mounted on max(nodes) ranks, ``speed.idle_s`` seconds without a
+   read, each rank's CPU time over that window (and kpassthrough's server's), plus the CPU of
+   mounting and unmounting.
 
-Every file system is started through libmpifuse with the study's options (``fs_options``);
-passthrough is also measured with the FUSE loop's threads switched the other way, to show what
-that option costs or gains. One raw file (repro.raw/1) with every measurement as a metric.
+A measurement that goes wrong (a wrong hash, a mount that fails, a short read) is recorded as
+failed with its reason in ``extra.failures`` and carries no throughput; the job goes on. One raw
+file (repro.raw/1); its load_start/load_end say how busy the machine was.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import resource
 import shutil
 import sys
+import time
 import uuid
 from pathlib import Path
 
-from repro import cli, paramspace, procs, rawio
-from studies.mpifuse import layout
+from repro import cli, paramspace, procs, provenance, rawio
+from studies.mpifuse import kpt, layout
 from studies.mpifuse import run as mb
 
 REPO = Path(__file__).resolve().parents[3]
+DD_RE = re.compile(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s,", re.M)
+# speed.variants -> (mode: an mpifuse mode, "kpassthrough" or None for native)
+MODES = {"native": None, "passthrough": "passthrough", "passthrough-threads": "passthrough",
+         "osr": "osr", "osr-refined": "osr-refined", "kpassthrough": kpt.VARIANT}
+# what the idle window mounts besides them: the broadcast file system (its stream thread)
+IDLE_EXTRA = ("bcast",)
+
+
+def variant_plan(sp: dict, opts: dict) -> list[tuple[str, str | None, dict]]:
+    """(name in the raw file, mode, extra library options) of the one-node part, in order."""
+    if "native" not in sp["variants"]:
+        raise SystemExit("mpifuse.speed.variants: must contain native (every ratio is to native)")
+    flip = not opts.get("threads", True)
+    out = []
+    for v in sp["variants"]:
+        if v == "passthrough-threads":
+            out.append((f"passthrough-threads-{'on' if flip else 'off'}", "passthrough", {"threads": flip}))
+        else:
+            out.append((v, MODES[v], {}))
+    # native first: each variant's ratio pairs it with the native read of the same repeat
+    return sorted(out, key=lambda x: x[0] != "native")
+
+
+def idle_plan(plan) -> list[str | None]:
+    modes = []
+    for _, mode, extra in plan:
+        if not extra and mode not in modes:
+            modes.append(mode)
+    if any(m not in (None, kpt.VARIANT) for m in modes):
+        modes += [m for m in IDLE_EXTRA if m not in modes]
+    return modes
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def main() -> int:
     a, cfg = cli.parse(__doc__, "tag", "out")
+    load_start, started_at = provenance.loadavg(), provenance.now_iso()  # before anything of ours runs
     sp = cfg["speed"]
-    mpifuse = mb.load_mpifuse()
     from mpi4py import MPI
 
     world = MPI.COMM_WORLD
@@ -44,7 +91,8 @@ def main() -> int:
     size = paramspace.size_bytes(sp["size"])
     timeout = layout.test_timeout(cfg, sp["size"], kmax) * 2
     src = mb.resolve_source(cfg, sp["source"])
-    mnt = os.path.join(layout.expand_path(cfg["mount_dir"]), a.tag, f"mnt{rank}")
+    top = os.path.join(layout.expand_path(cfg["mount_dir"]), a.tag)
+    mnt = os.path.join(top, f"mnt{rank}")
     sub = a.tag
     if rank == 0:
         os.makedirs(os.path.join(src["write"], sub), exist_ok=True)
@@ -53,7 +101,9 @@ def main() -> int:
     mb.idle_barrier(world)
     comms = {k: world.Split(1 if 1 <= rank <= k else MPI.UNDEFINED, rank) for k in sorted(set(sp["nodes"]) | {1})}
     opts = layout.fs_options(cfg, "passthrough")
-    metrics, notes = [], {}
+    plan = variant_plan(sp, opts)
+    metrics, notes, failures, fs_stats = [], {}, [], []
+    mpifuse = mb.load_mpifuse() if any(m not in (None, kpt.VARIANT) for _, m, _ in plan) else None
 
     def say(msg):
         if rank == 0:
@@ -71,55 +121,101 @@ def main() -> int:
     def reader(cmd_for_path, path):
         r = procs.run_child(cmd_for_path(path), timeout)
         if r.rc != 0 or r.timed_out:
-            raise RuntimeError(f"{r.cmd}: rc {r.rc}, timed out {r.timed_out}: {r.stderr[-300:]}")
+            raise RuntimeError(f"{' '.join(r.cmd)}: rc {r.rc}, timed out {r.timed_out}: {r.stderr[-300:]}")
         return r
+
+    def start_fs(comm, mode, node, extra=None, stats_name="kpt"):
+        """One file system on this rank: libmpifuse in-process, or a kpassthrough server."""
+        if mode == kpt.VARIANT:
+            return kpt.KMount(mb.read_dir(src, node), mnt, os.path.join(top, f"{stats_name}-rank{rank}.json"))
+        o = dict(layout.fs_options(cfg, mode), timeout=int(timeout), **(extra or {}))
+        return mpifuse.start(comm, mode, mb.read_dir(src, node), mnt, **o), o
 
     dd = (lambda p: ["dd", f"if={p}", "of=/dev/null", "bs=1M"])
     sha = (lambda p: ["sha256sum", p])
-    results = {}
     for rep in range(sp["repeats"]):
-        # 1. one node: native vs passthrough (both thread settings) vs OSR, dd and sha256sum
-        for variant, mode, extra in (("native", None, {}), ("passthrough", "passthrough", {}),
-                                     ("passthrough-threads-" + ("off" if opts.get("threads", True) else "on"),
-                                      "passthrough", {"threads": not opts.get("threads", True)}),
-                                     ("osr", "osr", {}), ("osr-refined", "osr-refined", {})):
+        # 1. one node: every variant, dd and sha256sum
+        for variant, mode, extra in plan:
             for tool, cmdf in (("dd", dd), ("sha256sum", sha)):
                 info = new_file()  # a fresh file per measurement: no FUSE page cache can help
-                fs = None
+                fs, res, why = None, None, ""
                 if rank == 1 and mode:
-                    o = dict(layout.fs_options(cfg, mode), timeout=int(timeout), **extra)
-                    fs = mpifuse.start(comms[1], mode, mb.read_dir(src, 1), mnt, **o)
-                    notes.setdefault(variant, {"options": o})
+                    try:
+                        if mode == kpt.VARIANT:
+                            fs = start_fs(None, mode, 1)
+                            notes.setdefault(variant, {"options": {"passthrough": "kernel"},
+                                                       "system": "systems/kpassthrough (fuser, Rust)"})
+                        else:
+                            fs, o = start_fs(comms[1], mode, 1, extra)
+                            notes.setdefault(variant, {"options": o})
+                    except OSError as exc:
+                        why = f"file system did not start: {exc}"
                 mb.idle_barrier(world)
-                res = None
-                if rank == 1:
+                if rank == 1 and not why:
                     base = src["read"].format(node=1) if not mode else mnt
-                    # warm the source's page cache first, so both sides read the same cached source
-                    reader(dd, os.path.join(mb.read_dir(src, 1), info["rel"]))
-                    t0 = MPI.Wtime()
-                    r = reader(cmdf, os.path.join(base, info["rel"]))
-                    t = MPI.Wtime() - t0
-                    if tool == "sha256sum" and r.stdout.split()[0] != info["sha"]:
-                        raise RuntimeError(f"{variant}: wrong hash")
-                    res = {"time": t, "stats": fs.stats() if fs else None}
-                    if fs:
-                        notes[variant]["stats_sample"] = {k: res["stats"].get(k) for k in
-                                                          ("max_read", "fuse_threads", "mpi_thread_level")}
-                        fs.stop()
+                    try:
+                        # warm the source's page cache first, so both sides read the same cached source
+                        reader(dd, os.path.join(mb.read_dir(src, 1), info["rel"]))
+                        kp = fs.pid if mode == kpt.VARIANT else "self"
+                        c0, ch0 = kpt.cpu_s(kp), children_cpu()
+                        t0 = MPI.Wtime()
+                        r = reader(cmdf, os.path.join(base, info["rel"]))
+                        t = MPI.Wtime() - t0
+                        c1, ch1 = kpt.cpu_s(kp), children_cpu()
+                        res = {"time": t, "reader_cpu": ch1 - ch0, "fs_cpu": c1 - c0}
+                        if tool == "sha256sum":
+                            res["hash_ok"] = r.stdout.split()[0] == info["sha"] if r.stdout.split() else False
+                            if not res["hash_ok"]:
+                                why = f"wrong hash {r.stdout.split()[:1]} != {info['sha']}"
+                        else:
+                            m = DD_RE.search(r.stderr)
+                            if not m or int(m.group(1)) != size:
+                                why = f"dd read {m.group(1) if m else '?'} bytes of {size}"
+                            else:
+                                res["dd_time"] = float(m.group(2))
+                        if mode == kpt.VARIANT:
+                            st = fs.stats()
+                            res["stats"] = st
+                            res["server_read_requests"] = kpt.read_requests(st)
+                        elif fs:
+                            res["stats"] = fs.stats()
+                            notes[variant]["stats_sample"] = {k: res["stats"].get(k) for k in
+                                                              ("max_read", "fuse_threads", "mpi_thread_level")}
+                    except (RuntimeError, OSError) as exc:
+                        why = str(exc)
+                if fs is not None:
+                    fs.stop()
                 mb.idle_barrier(world)
-                res = world.bcast(res, root=1)
+                res, why = world.bcast((res, why), root=1)
                 lab = {"variant": variant, "tool": tool, "nodes": 1, "rep": rep}
-                metrics.append(rawio.metric("time", res["time"], "s", **lab))
-                metrics.append(rawio.metric("throughput", size / res["time"] / 1e9, "GB/s", **lab))
-                results.setdefault((variant, tool), []).append(size / res["time"] / 1e9)
-                say(f"rep {rep + 1}/{sp['repeats']} {variant:26s} {tool:9s} n=1: {res['time']:.3f} s, "
-                    f"{size / res['time'] / 1e9:.3f} GB/s")
+                if res and "hash_ok" in res:
+                    metrics.append(rawio.metric("hash_ok", int(res["hash_ok"]), "bool", **lab))
+                if why:
+                    failures.append({**lab, "why": why})
+                    say(f"rep {rep + 1}/{sp['repeats']} {variant:26s} {tool:9s} n=1: FAILED ({why})")
+                else:
+                    metrics.append(rawio.metric("time", res["time"], "s", **lab))
+                    metrics.append(rawio.metric("throughput", size / res["time"] / 1e9, "GB/s", **lab))
+                    metrics.append(rawio.metric("reader_cpu", res["reader_cpu"], "s", **lab))
+                    if res["fs_cpu"] is not None:
+                        metrics.append(rawio.metric("fs_cpu", res["fs_cpu"], "s", **lab))
+                    if "dd_time" in res:
+                        metrics.append(rawio.metric("dd_time", res["dd_time"], "s", **lab))
+                    if "server_read_requests" in res:
+                        metrics.append(rawio.metric("server_read_requests", res["server_read_requests"], "count",
+                                                    **lab))
+                    if res.get("stats") is not None:
+                        fs_stats.append({**lab, "stats": res["stats"]})
+                    say(f"rep {rep + 1}/{sp['repeats']} {variant:26s} {tool:9s} n=1: {res['time']:.3f} s, "
+                        f"{size / res['time'] / 1e9:.3f} GB/s, fs CPU {res['fs_cpu'] or 0:.3f} s")
                 if rank == 0:
                     os.unlink(os.path.join(src["write"], info["rel"]))
                 mb.idle_barrier(world)
         # 2. bytes from the source as k grows: OSR reads once, native k times (deterministic: first repeat only)
         for k in sorted(sp["nodes"]) if rep == 0 else []:
             for variant, mode in (("native", None), ("osr", "osr"), ("osr-refined", "osr-refined")):
+                if variant not in sp["variants"]:
+                    continue
                 info = new_file()
                 fs = None
                 c = comms[k]
@@ -153,13 +249,76 @@ def main() -> int:
                 if rank == 0:
                     os.unlink(os.path.join(src["write"], info["rel"]))
                 mb.idle_barrier(world)
+    # 3. idle CPU: mounted on kmax ranks, no reads for idle_s seconds
+    idle = []
+    for mode in idle_plan(plan) if sp["idle_s"] > 0 else []:
+        name = mode or "native"
+        c = comms[kmax]
+        got = None
+        if c != MPI.COMM_NULL:
+            got = {"rank": rank, "pid": os.getpid()}
+            fs, why = None, ""
+            c0 = kpt.cpu_s()
+            try:
+                if mode == kpt.VARIANT:
+                    fs = start_fs(None, mode, rank, stats_name="kpt-idle")
+                    got["server_pid"] = fs.pid
+                elif mode:
+                    fs, _ = start_fs(c, mode, rank)
+            except OSError as exc:
+                why = f"file system did not start: {exc}"
+            got["mount_cpu_s"] = kpt.cpu_s() - c0
+            if mode == kpt.VARIANT and fs:
+                got["server_mount_cpu_s"] = fs.cpu()
+            got["why"] = why
+        mb.idle_barrier(world)
+        world.Barrier()
+        if got is not None:  # every rank of the window sleeps; nothing else of ours runs
+            s0 = fs.cpu() if mode == kpt.VARIANT and fs else None
+            c0, t0 = kpt.cpu_s(), time.monotonic()
+            time.sleep(sp["idle_s"])
+            c1, t1 = kpt.cpu_s(), time.monotonic()
+            s1 = fs.cpu() if mode == kpt.VARIANT and fs else None
+            got.update(window_s=t1 - t0, rank_cpu_s=c1 - c0,
+                       server_cpu_s=(s1 - s0) if s0 is not None and s1 is not None else None)
+            if fs is not None and mode != kpt.VARIANT:
+                got["stats"] = fs.stats()
+        mb.idle_barrier(world)
+        if got is not None:
+            c0 = kpt.cpu_s()
+            if fs is not None:
+                fs.stop()
+            got["unmount_cpu_s"] = kpt.cpu_s() - c0
+        mb.idle_barrier(world)
+        allv = [g for g in world.allgather(got) if g]
+        for g in allv:
+            lab = {"variant": name, "nodes": kmax, "rank": g["rank"]}
+            if g["why"]:
+                failures.append({**lab, "tool": "idle", "why": g["why"]})
+                continue
+            metrics.append(rawio.metric("idle_window", g["window_s"], "s", **lab))
+            metrics.append(rawio.metric("idle_cpu", g["rank_cpu_s"], "s", proc="rank", **lab))
+            metrics.append(rawio.metric("mount_cpu", g["mount_cpu_s"], "s", proc="rank", **lab))
+            metrics.append(rawio.metric("unmount_cpu", g["unmount_cpu_s"], "s", proc="rank", **lab))
+            if g.get("server_cpu_s") is not None:
+                metrics.append(rawio.metric("idle_cpu", g["server_cpu_s"], "s", proc="server", **lab))
+                metrics.append(rawio.metric("mount_cpu", g["server_mount_cpu_s"], "s", proc="server", **lab))
+            if g.get("stats") is not None:
+                idle.append({**lab, "stats": g["stats"]})
+        say(f"idle {name:12s} on {kmax} ranks: " + ", ".join(
+            f"rank {g['rank']} {g['rank_cpu_s'] / g['window_s']:.3f}"
+            + (f" + server {g['server_cpu_s'] / g['window_s']:.3f}" if g.get("server_cpu_s") is not None else "")
+            for g in allv if not g["why"]) + " of a core")
     notes = world.bcast(notes, root=1)
     if rank == 0:
         rec = rawio.new_record(layout.STUDY, "speed", {"source": sp["source"], "size": sp["size"]}, 0,
                                layout.system_kind(cfg, sp["source"]), mb.tool_versions(MPI))
+        rec["load_start"], rec["started_at"] = load_start, started_at
         rec["metrics"] = metrics
         rec["extra"] = {"fs_options": notes, "study_fs_options": cfg.get("fs_options", {}), "size_bytes": size,
-                        "nodes": sp["nodes"], "repeats": sp["repeats"],
+                        "nodes": sp["nodes"], "repeats": sp["repeats"], "variants": [v for v, _, _ in plan],
+                        "idle_s": sp["idle_s"], "failures": failures, "fs_stats": fs_stats, "idle_stats": idle,
+                        "kernel": os.uname().release, "cpus": os.cpu_count(),
                         "note": "one node reads while the others idle; the source file is in the page cache "
                                 "(warmed with dd before every timed read) so native and FUSE read the same cached "
                                 "data and the difference is the file system's own cost"}
@@ -173,7 +332,7 @@ def main() -> int:
             pass
     mb.idle_barrier(world)
     if rank == 0:
-        shutil.rmtree(os.path.dirname(mnt), ignore_errors=True)
+        shutil.rmtree(top, ignore_errors=True)
     return 0
 
 

@@ -1,97 +1,408 @@
 #!/usr/bin/env python3
-"""mpifuse speed report: FUSE overhead (passthrough vs native), OSR at n=1 vs native, and bytes
-from the source as the node count grows -- from the speed benchmark's raw file only."""
+"""mpifuse speed report -- from the speed benchmark's raw file only (every number recomputed here):
+
+* read throughput on one node per variant and tool: GB/s min/median/max over the repeats and the
+  per-round ratio to native (throughput(variant) / throughput(native) of the same repeat: native and
+  the variant run seconds apart, so the pair's ratio follows the load of a shared machine better
+  than a ratio of medians), min/median/max;
+* the variants: paper-faithful or ours (beyond the paper), the paper's passthrough cost beside;
+* issue 13's table: today's earlier values, this run's ratios, the target and met / not met;
+* the per-request breakdown: FUSE requests the file system saw (count, mean size), time in its read
+  path, MPI_Get, waits, copies where its counters have them, its CPU and the reader's;
+* idle CPU per rank (fraction of a core) with every file system mounted and nothing read;
+* bytes read from the source as the node count grows.
+
+A measurement recorded as failed has no throughput and shows as failed; a kpassthrough measurement
+whose server answered READ requests (the kernel did not pass the reads through) is failed too."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
 
-from repro import rawio, tidy
+from repro import published, rawio, tidy
+from repro.plotting import variant_label
 
-AIM = 0.10  # at most 10 % FUSE overhead
+# what each speed variant is: (paper-faithful?, description)
+VARIANTS = {
+    "native": (True, "the source file itself, no FUSE"),
+    "passthrough": (True, "the paper's user-space FUSE passthrough (libmpifuse, libfuse 3.14: every READ "
+                          "answered by the server with a pread)"),
+    "passthrough-threads-on": (True, "the same, FUSE loop multithreaded (the study's option switched)"),
+    "passthrough-threads-off": (True, "the same, FUSE loop single-threaded (the study's option switched)"),
+    "osr": (True, "the paper's One-Sided Reading (MPI window, per-byte metadata buffer)"),
+    "osr-refined": (False, "our refined OSR (own-part window, cached chunks)"),
+    "kpassthrough": (False, "kernel FUSE passthrough (systems/kpassthrough, Rust/fuser): the server "
+                            "registers each opened file as a backing file, the kernel serves the reads"),
+}
+# issue 13's rows: what the issue measured before, the target on the per-round ratio to native
+ISSUE13 = [
+    {"row": "mpifuse refined OSR, n=1, {size}, {source}", "variant": "osr-refined", "tool": "sha256sum",
+     "earlier": "0.303 vs native 0.347 GB/s (0.87x)", "target": 0.95},
+    {"row": "FUSE passthrough (the paper's, user space), dd from a hot page cache", "variant": "passthrough",
+     "tool": "dd", "earlier": "2.72 vs 7.8 GB/s (0.35x) / 1.34 vs 5.68 GB/s (0.24x)", "target": None},
+    {"row": "kernel FUSE passthrough (ours), dd from a hot page cache", "variant": "kpassthrough", "tool": "dd",
+     "earlier": "- (new; systems/kpassthrough/bench.py alone: per-round median 0.90-1.43x)", "target": 0.9},
+    {"row": "kernel FUSE passthrough (ours), sha256sum", "variant": "kpassthrough", "tool": "sha256sum",
+     "earlier": "- (new; systems/kpassthrough/bench.py alone: per-round median 0.91-1.31x)", "target": 0.9},
+]
+# libmpifuse counters shown in the breakdown when present (any other *_time_s / *cpu* counter too)
+FS_KEYS = ["read_calls", "read_bytes", "read_time_s", "read_wait_time_s", "mpi_get_calls", "mpi_get_time_s",
+           "source_read_time_s", "meta_time_s", "open_time_s", "bytes_fetched_remote"]
 
 
-def tables(rec: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Statistics per measurement, and the FUSE overhead per variant and tool.
-
-    The overhead is 1 - the median over repeats of throughput(variant) / throughput(native) of the
-    same repeat: native and FUSE reads of one repeat run back to back, so the ratio of a pair is far
-    less sensitive to other load on a shared machine than a ratio of means."""
+def metrics(rec: dict) -> pd.DataFrame:
     rows = [{**m.get("labels", {}), "metric": m["metric"], "value": m["value"], "unit": m["unit"]}
             for m in rec["metrics"]]
-    df = pd.DataFrame(rows)
-    stats = (df.groupby(["metric", "unit", "variant", "tool", "nodes"])["value"]
-             .agg(["count", "median", "mean", "std", "min", "max"]).reset_index())
-    thr = df[df.metric == "throughput"]
-    nat = thr[thr.variant == "native"].set_index(["tool", "rep"])["value"]
-    over = []
-    for (variant, tool), g in thr[thr.variant != "native"].groupby(["variant", "tool"]):
-        ratios = [v / nat[(tool, r)] for r, v in zip(g["rep"], g["value"]) if (tool, r) in nat.index]
-        ratio = float(pd.Series(ratios).median()) if ratios else float("nan")
-        over.append({"variant": variant, "tool": tool, "throughput_GBps_median": float(g["value"].median()),
-                     "native_GBps_median": float(nat.loc[tool].median()) if tool in nat.index.get_level_values(0)
-                     else float("nan"),
-                     "overhead": 1 - ratio, "within_aim": bool(1 - ratio <= AIM) if not math.isnan(ratio) else None,
-                     "repeats": len(ratios)})
-    return stats, pd.DataFrame(over)
+    return pd.DataFrame(rows)
+
+
+def failures(rec: dict) -> pd.DataFrame:
+    """Failed one-node measurements: the raw file's own, plus kpassthrough rounds whose server
+    answered READ requests (the kernel did not pass through: not the variant being measured)."""
+    f = [dict(x) for x in rec.get("extra", {}).get("failures", []) if x.get("tool") != "idle"]
+    df = metrics(rec)
+    if "metric" in df:
+        bad = df[(df.metric == "server_read_requests") & (df.value > 0)]
+        for _, r in bad.iterrows():
+            f.append({"variant": r["variant"], "tool": r["tool"], "nodes": 1, "rep": int(r["rep"]),
+                      "why": f"the server answered {int(r['value'])} READ requests: the kernel did not "
+                             "pass the reads through"})
+    return pd.DataFrame(f, columns=["variant", "tool", "nodes", "rep", "why"])
+
+
+def throughput(rec: dict) -> pd.DataFrame:
+    """One row per (variant, tool) of the one-node part: GB/s and per-round ratios to native."""
+    df = metrics(rec)
+    fails = failures(rec)
+    failed = {(r.variant, r.tool, int(r.rep)) for r in fails.itertuples()}
+    one = df[(df.metric == "throughput") & (df.nodes == 1)].copy()
+    one = one[[(v, t, int(r)) not in failed for v, t, r in zip(one.variant, one.tool, one.rep)]]
+    nat = {(t, int(r)): v for t, r, v, var in zip(one.tool, one.rep, one.value, one.variant) if var == "native"}
+    order = rec.get("extra", {}).get("variants") or sorted(set(one.variant) | set(fails.variant))
+    out = []
+    for tool in ("dd", "sha256sum"):
+        for v in order:
+            g = one[(one.variant == v) & (one.tool == tool)]
+            nf = int(((fails.variant == v) & (fails.tool == tool)).sum())
+            ratios = [x / nat[(tool, int(r))] for r, x in zip(g.rep, g.value) if (tool, int(r)) in nat]
+            row = {"variant": v, "tool": tool, "ok": len(g), "failed": nf}
+            if len(g):
+                row.update(gbps_min=g.value.min(), gbps_median=g.value.median(), gbps_max=g.value.max())
+            if ratios:
+                s = pd.Series(ratios)
+                row.update(ratio_min=s.min(), ratio_median=s.median(), ratio_max=s.max(), pairs=len(ratios),
+                           time_vs_native=1 / s.median() - 1)
+            if tool == "dd":  # the same pairs by dd's own elapsed time (no process start)
+                dt = df[(df.metric == "dd_time") & (df.nodes == 1) & (df.tool == "dd")]
+                dt = dt[[(x, "dd", int(r)) not in failed for x, r in zip(dt.variant, dt.rep)]]
+                nd = {int(r): x for r, x, var in zip(dt.rep, dt.value, dt.variant) if var == "native"}
+                own = [nd[int(r)] / x for r, x in zip(dt[dt.variant == v].rep, dt[dt.variant == v].value)
+                       if int(r) in nd and x > 0]
+                if own:
+                    row["dd_own_ratio_median"] = float(pd.Series(own).median())
+            for m, col in (("reader_cpu", "reader_cpu_s"), ("fs_cpu", "fs_cpu_s"), ("dd_time", "dd_time_s")):
+                x = df[(df.metric == m) & (df.variant == v) & (df.tool == tool) & (df.nodes == 1)]
+                if len(x):
+                    row[col] = x.value.median()
+            out.append(row)
+    cols = ["variant", "tool", "ok", "failed", "gbps_min", "gbps_median", "gbps_max", "pairs", "ratio_min",
+            "ratio_median", "ratio_max", "time_vs_native", "dd_own_ratio_median", "reader_cpu_s", "fs_cpu_s",
+            "dd_time_s"]
+    t = pd.DataFrame(out)
+    for c in cols:
+        if c not in t:
+            t[c] = float("nan")
+    t["paper_faithful"] = [VARIANTS.get(v, (True, ""))[0] for v in t.variant]
+    t["label"] = [variant_label(v, ours=not VARIANTS.get(v, (True, ""))[0]) for v in t.variant]
+    return t[["label", "paper_faithful"] + cols]
+
+
+def verdict(ratio: float | None, target: float | None, ok: int) -> str:
+    if not ok:
+        return "not run" if ratio is None else "failed"
+    if target is None:
+        return "no target"
+    return "met" if ratio >= target else "not met"
+
+
+def issue13(rec: dict, thr: pd.DataFrame) -> pd.DataFrame:
+    p = rec.get("params", {})
+    rows = []
+    for spec in ISSUE13:
+        r = thr[(thr.variant == spec["variant"]) & (thr.tool == spec["tool"])]
+        have = len(r) and not pd.isna(r.iloc[0]["ratio_median"])
+        x = r.iloc[0] if len(r) else None
+        ratio = float(x["ratio_median"]) if have else None
+        state = verdict(ratio, spec["target"], int(x["ok"]) if x is not None else 0)
+        if x is not None and not have and int(x["failed"]):
+            state = "failed"
+        rows.append({
+            "row": spec["row"].format(size=p.get("size", "?"), source=p.get("source", "?")),
+            "earlier (issue 13)": spec["earlier"],
+            "this run: variant GB/s median": x["gbps_median"] if have else None,
+            "native GB/s median": (thr[(thr.variant == "native") & (thr.tool == spec["tool"])]["gbps_median"]
+                                   .iloc[0] if have else None),
+            "x native per round: min": x["ratio_min"] if have else None,
+            "median": ratio, "max": x["ratio_max"] if have else None,
+            "dd's own time: x native (median)": x["dd_own_ratio_median"] if have and spec["tool"] == "dd" else None,
+            "target": f">= {spec['target']:.2f}x" if spec["target"] else "- (see the kernel passthrough rows)",
+            "verdict": state})
+    return pd.DataFrame(rows)
+
+
+def paper_passthrough_cost(pub: pd.DataFrame | None) -> tuple[float, str] | None:
+    """The paper's FUSE passthrough cost on scratch: Table I, 1 node, 1 GB, passthrough vs native."""
+    if pub is None:
+        return None
+    fuse = published.number(pub, source="001 Table I", source_fs="scratch", use_case="Passthrough", nodes="1",
+                            size="1GB", metric="time")
+    nat = published.number(pub, source="001 Table I", source_fs="scratch", use_case="native", nodes="1",
+                           size="1GB", metric="time")
+    if not fuse or not nat:
+        return None
+    return fuse / nat - 1, f"Table I, scratch, 1 node, 1 GB: {fuse:.3f} s vs native {nat:.3f} s"
+
+
+def variants_table(rec: dict, thr: pd.DataFrame, pub: pd.DataFrame | None) -> pd.DataFrame:
+    cost = paper_passthrough_cost(pub)
+    opts = rec.get("extra", {}).get("fs_options", {})
+    rows = []
+    for v in rec.get("extra", {}).get("variants") or sorted(set(thr.variant)):
+        faithful, what = VARIANTS.get(v, (True, ""))
+        this = {}
+        for tool in ("dd", "sha256sum"):
+            r = thr[(thr.variant == v) & (thr.tool == tool)]
+            tv = r.iloc[0]["time_vs_native"] if len(r) else float("nan")
+            this[tool] = "failed" if len(r) and not r.iloc[0]["ok"] else (
+                f"{tv * 100:+.0f} %" if not pd.isna(tv) else "-")
+        rows.append({"variant": variant_label(v, ours=not faithful),
+                     "design": "paper-faithful" if faithful else "ours, beyond the paper",
+                     "what": what, "options": ",".join(f"{k}={o}" for k, o in
+                                                       sorted(opts.get(v, {}).get("options", {}).items())) or "-",
+                     "this run: time vs native, dd (median per round)": this["dd"] if v != "native" else "0",
+                     "sha256sum": this["sha256sum"] if v != "native" else "0",
+                     "the paper's passthrough cost on scratch": (f"{cost[0] * 100:+.0f} % ({cost[1]})"
+                                                                if cost and v in ("passthrough", "kpassthrough")
+                                                                else "")})
+    return pd.DataFrame(rows)
+
+
+def breakdown(rec: dict) -> pd.DataFrame:
+    """Per (variant, tool): what the file system saw per request (median over the repeats)."""
+    df = metrics(rec)
+    rows = []
+    by = {}
+    for s in rec.get("extra", {}).get("fs_stats", []):
+        by.setdefault((s["variant"], s["tool"]), []).append(s["stats"])
+    extra_keys = sorted({k for sts in by.values() for st in sts for k, val in st.items()
+                         if isinstance(val, (int, float)) and not isinstance(val, bool) and k not in FS_KEYS
+                         and (k.endswith("_time_s") or "cpu" in k or "memcpy" in k or "copy" in k)})
+    for (v, tool), sts in by.items():
+        row = {"variant": v, "tool": tool, "repeats": len(sts)}
+        if all("ops" in st for st in sts):  # kpassthrough: the server's op counters
+            reqs = [st["ops"].get("read", 0) for st in sts]
+            byts = [st["ops"].get("read_bytes", 0) for st in sts]
+            row["READ requests at the server"] = float(pd.Series(reqs).median())
+            row["mean request KiB"] = (sum(byts) / sum(reqs) / 1024) if sum(reqs) else None
+            row["opens passed through"] = float(pd.Series([st["ops"].get("open_passthrough", 0)
+                                                           for st in sts]).median())
+        else:
+            calls = [st.get("read_calls", 0) for st in sts]
+            byts = [st.get("read_bytes", 0) for st in sts]
+            row["READ requests at the server"] = float(pd.Series(calls).median())
+            row["mean request KiB"] = (sum(byts) / sum(calls) / 1024) if sum(calls) else None
+            if sum(calls):
+                rt = [st.get("read_time_s", 0) for st in sts]
+                row["us per request in read"] = sum(rt) / sum(calls) * 1e6
+            for k in FS_KEYS[2:] + extra_keys:
+                vals = [st[k] for st in sts if isinstance(st.get(k), (int, float))]
+                if vals:
+                    row[k] = float(pd.Series(vals).median())
+        for m, col in (("fs_cpu", "fs CPU s"), ("reader_cpu", "reader CPU s"), ("time", "wall s")):
+            x = df[(df.metric == m) & (df.variant == v) & (df.tool == tool) & (df.nodes == 1)]
+            if len(x):
+                row[col] = float(x.value.median())
+        rows.append(row)
+    # native: no file system; its rank CPU is the benchmark's own floor
+    for tool in ("dd", "sha256sum"):
+        row = {"variant": "native", "tool": tool}
+        for m, col in (("fs_cpu", "fs CPU s"), ("reader_cpu", "reader CPU s"), ("time", "wall s")):
+            x = df[(df.metric == m) & (df.variant == "native") & (df.tool == tool) & (df.nodes == 1)]
+            if len(x):
+                row[col] = float(x.value.median())
+        if len(row) > 2:
+            rows.insert(0, row)
+    t = pd.DataFrame(rows)
+    if not len(t):
+        return t
+    for k in extra_keys:  # a counter of another mode (e.g. bcast_* under passthrough) that stayed 0
+        if k in t and not (t[k].fillna(0) != 0).any():
+            t = t.drop(columns=k)
+    first = ["variant", "tool", "repeats", "READ requests at the server", "mean request KiB",
+             "us per request in read", "opens passed through", "wall s", "fs CPU s", "reader CPU s"]
+    return t[[c for c in first if c in t] + [c for c in t if c not in first]]
+
+
+def idle_table(rec: dict) -> pd.DataFrame:
+    """Per file system: each rank's CPU over the idle window as a fraction of a core."""
+    df = metrics(rec)
+    if "metric" not in df or not (df.metric == "idle_cpu").any():
+        return pd.DataFrame()
+    rows = []
+    idle = df[df.metric == "idle_cpu"]
+    win = df[df.metric == "idle_window"].set_index(["variant", "rank"])["value"]
+    for v, g in idle.groupby("variant", sort=False):
+        frac = {}
+        for _, r in g.iterrows():
+            frac.setdefault(r["proc"], []).append(r["value"] / win[(v, r["rank"])])
+        per_rank = g.groupby("rank").apply(lambda x: sum(x.value) / win[(v, x.name)], include_groups=False)
+        row = {"variant": v, "ranks": g["rank"].nunique(), "window s": float(win[v].median()),
+               "rank process: mean / max of a core": f"{pd.Series(frac['rank']).mean():.3f} / "
+                                                     f"{max(frac['rank']):.3f}"}
+        if "server" in frac:
+            row["server process: mean / max"] = f"{pd.Series(frac['server']).mean():.3f} / {max(frac['server']):.3f}"
+        row["all ranks together (cores)"] = float(per_rank.sum())
+        for m, col in (("mount_cpu", "mount CPU s (median rank)"), ("unmount_cpu", "unmount CPU s (median rank)")):
+            x = df[(df.metric == m) & (df.variant == v) & (df.proc == "rank")]
+            if len(x):
+                row[col] = float(x.value.median())
+        rows.append(row)
+    # the file systems' own CPU counters, where their stats have them (named by the library)
+    for s in rec.get("extra", {}).get("idle_stats", []):
+        for r in rows:
+            if r["variant"] == s["variant"]:
+                for k, val in s["stats"].items():
+                    if "cpu" in k and isinstance(val, (int, float)) and not isinstance(val, bool):
+                        r.setdefault(f"stats {k} (median rank)", []).append(val)
+    for r in rows:
+        for k in [k for k in r if k.startswith("stats ")]:
+            r[k] = float(pd.Series(r[k]).median())
+    return pd.DataFrame(rows)
+
+
+def md(df: pd.DataFrame, digits: int = 3) -> str:
+    """A markdown table (numbers with `digits` decimals, missing cells as -)."""
+    if df is None or not len(df):
+        return "(none)"
+
+    def cell(x):
+        if x is None or (isinstance(x, float) and math.isnan(x)):
+            return "-"
+        if isinstance(x, bool):
+            return "yes" if x else "no"
+        if isinstance(x, float):
+            return f"{x:.{digits}f}"
+        return str(x).replace("|", "/")
+    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    sep = "|" + "|".join("---" for _ in df.columns) + "|"
+    body = ["| " + " | ".join(cell(x) for x in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, sep, *body])
+
+
+def duration_s(rec: dict) -> float | None:
+    try:
+        return (datetime.fromisoformat(rec["finished_at"]) - datetime.fromisoformat(rec["started_at"])).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def report(rec: dict, pub: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
+    thr = throughput(rec)
+    ex = rec.get("extra", {})
+    fails = failures(rec)
+    df = metrics(rec)
+    b = df[df.metric == "file_sizes_from_source"] if "metric" in df else pd.DataFrame()
+    bt = (b.groupby(["variant", "nodes"])["value"].agg(["count", "mean", "min", "max"]).reset_index()
+          if len(b) else pd.DataFrame())
+    dur = duration_s(rec)
+    lines = [
+        "# mpifuse speed benchmark",
+        "",
+        (f"File {rec['params']['size']} on {rec['params']['source']} ({rec['system_kind']}), host {rec['host']}, "
+         f"kernel {ex.get('kernel', '?')}, {ex.get('cpus', '?')} CPUs, {ex.get('repeats')} repeat(s); "
+         f"{rec.get('started_at')} to {rec['finished_at']}"
+         + (f" ({dur:.0f} s)." if dur is not None else ".")),
+        "",
+        (f"**Load average (1/5/15 min)** at the start of the job: {rec.get('load_start')}, at its end: "
+         f"{rec.get('load_end')}. The job holds the whole machine in the local profile, but other sessions "
+         "outside Snakemake may still run beside it: a load well above 1 makes every number below provisional."),
+        "",
+        f"Note: {ex.get('note', '')}",
+        "",
+        "## Issue 13: the paths against their limits",
+        "",
+        ("x native = the median over the repeats of throughput(variant) / throughput(native) of the same repeat "
+         "(min / median / max); the verdict uses the median."),
+        "",
+        md(issue13(rec, thr)),
+        "",
+        "## Variants: paper-faithful and ours",
+        "",
+        md(variants_table(rec, thr, pub)),
+        "",
+        "## Read throughput on one node",
+        "",
+        ("GB/s over the repeats; x native per round as above; time vs native = 1 / median ratio - 1; CPU "
+         "seconds are medians: the reader's (dd/sha256sum user+sys) and the file system's (libmpifuse runs in the "
+         "rank's process: that process's CPU; kpassthrough: its server process; native: the rank's own, the "
+         "benchmark's floor). dd_time_s is dd's own elapsed time (the wall time adds the process start)."),
+        "",
+        md(thr.drop(columns=["paper_faithful"])),
+        "",
+        "Failed measurements (no throughput; never counted as a number):",
+        "",
+        md(fails) if len(fails) else "none",
+        "",
+        "## Per-request breakdown (one node, median over the repeats)",
+        "",
+        ("READ requests the FUSE server answered and their mean size (libmpifuse: read_calls, read_bytes; "
+         "kpassthrough: its op counters, 0 requests = the kernel served every read), time inside the file "
+         "system's read path and its parts where the counters have them (seconds, summed over the read), and CPU. "
+         "Counters are the file system's own (libmpifuse's stats JSON as it stands, any *_time_s / *cpu* / copy "
+         "counter it adds shows as a column)."),
+        "",
+        md(breakdown(rec)),
+        "",
+        (f"## Idle CPU per rank ({ex.get('idle_s', '?')} s mounted, no reads, on max(nodes) ranks)"),
+        "",
+        ("CPU time (utime + stime from /proc/<pid>/stat, 10 ms ticks) over the window / the window's length: "
+         "the fraction of one core each rank's process burns while its file system waits; native = the rank with "
+         "no file system (the MPI library's own floor); kpassthrough's server is its own process. mount / "
+         "unmount CPU: the rank's process over start and stop."),
+        "",
+        md(idle_table(rec)),
+        "",
+        "## Bytes read from the source (x the file size) as the node count grows",
+        "",
+        md(bt),
+        "",
+    ]
+    return "\n".join(lines), thr
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--raw", required=True)
+    ap.add_argument("--published")
     ap.add_argument("--table", required=True)
     ap.add_argument("--report", required=True)
     a = ap.parse_args()
     rec = rawio.read(a.raw)
-    stats, over = tables(rec)
-    out = stats.merge(over[["variant", "tool", "overhead", "within_aim"]], on=["variant", "tool"], how="left")
-    out.loc[out.metric != "throughput", ["overhead", "within_aim"]] = None
-    out["system_kind"] = rec["system_kind"]
-    tidy.write_csv(out, a.table)
-    b = stats[stats.metric == "file_sizes_from_source"][["variant", "nodes", "count", "mean", "min", "max"]]
-    ex = rec.get("extra", {})
-    lines = [
-        "# mpifuse speed benchmark",
-        "",
-        (f"File {rec['params']['size']} on {rec['params']['source']} ({rec['system_kind']}), host {rec['host']}, "
-         f"{ex.get('repeats')} repeat(s), {rec['finished_at']}."),
-        "",
-        ("FUSE options (libmpifuse; the others are the library's defaults: readahead 4 x max_read, "
-         "pread (no splice), 8 FUSE threads when threads=on) per variant: ")
-        + "; ".join(f"{v}: {json.dumps(o.get('options', {}), sort_keys=True)}"
-                    for v, o in ex.get("fs_options", {}).items()),
-        "",
-        f"Note: {ex.get('note', '')}",
-        "",
-        (f"## Read throughput on one node (GB/s, median of repeats; overhead = 1 - median of the per-repeat "
-         f"ratio to native; aim: FUSE overhead <= {AIM:.0%})"),
-        "",
-        over.to_markdown(index=False, floatfmt=".3f") if hasattr(over, "to_markdown") and _has_tabulate()
-        else over.to_string(index=False, float_format=lambda x: f"{x:.3f}"),
-        "",
-        "## Bytes read from the source (x the file size) as the node count grows",
-        "",
-        b.to_string(index=False, float_format=lambda x: f"{x:.3f}"),
-        "",
-    ]
+    pub = published.load(a.published) if a.published else None
+    text, thr = report(rec, pub)
+    thr = thr.copy()
+    thr["system_kind"] = rec["system_kind"]
+    tidy.write_csv(thr, a.table)
     Path(a.report).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.report).write_text("\n".join(lines))
-    print("\n".join(lines))
+    Path(a.report).write_text(text)
+    print(text)
     return 0
-
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 if __name__ == "__main__":
