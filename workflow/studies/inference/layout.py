@@ -26,6 +26,7 @@ RAW_DIR = "results/inference/raw"
 LOCUST_DIR = "results/inference/locust"
 RAWRATE_DIR = "results/inference/rawrate"
 MODELS_FILE = "results/inference/models.json"
+WORK_DIR = "results/inference/work"  # the server's shared work dir (server.json, logs); removed after a job
 
 _SRC = Path(__file__).resolve().parents[3] / "systems" / "inference" / "src"
 if str(_SRC) not in sys.path:  # the stdlib-only spec of systems/inference (one list of kinds)
@@ -106,6 +107,19 @@ def raw_path(params: dict, rep, raw_dir: str = RAW_DIR) -> str:
 
 def locust_dir(server: str, model: str, rep) -> str:
     return f"{LOCUST_DIR}/server~{server}/model~{model}/rep~{rep}"
+
+
+def node_roles(nodes: list[str]) -> tuple[str, str]:
+    """(driver, server) of a serve job's n+1 allocation, as Slurm lists its nodes: the first node
+    drives (Locust; the engine's rank 0), the second runs the server (on a cluster the one whose
+    --gres GPU the server uses)."""
+    if len(nodes) < 2:
+        raise LayoutError(f"an n+1 serve job needs 2 nodes, Slurm gave {nodes}")
+    return nodes[0], nodes[1]
+
+
+def work_dir(server: str, model: str, rep) -> str:
+    return f"{WORK_DIR}/server~{server}/model~{model}/rep~{rep}"
 
 
 def serve_pairs(cfg: dict) -> list[tuple[str, str]]:

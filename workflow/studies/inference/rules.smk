@@ -29,10 +29,12 @@ rule inference_prepare:
 
 
 rule inference_serve:
-    """One server x model x repeat (n+1: Locust on the driver, the server on the server node; locally
-    two processes on this host): the server up, Locust at every user count, the server always down."""
+    """One server x model x repeat (n+1: on Slurm the server in an srun step on the second node,
+    Locust on the first, the driver; locally two processes on this host): the server up, Locust at
+    every user count, the server always down."""
     input:
         lambda wc: inf_image_input(wc.server),
+        inf_image_input("ceiling"),
         models=inf_layout.MODELS_FILE,
         code=study_code("inference", "run", "layout"),
     output:
@@ -51,12 +53,14 @@ rule inference_serve:
     resources:
         **inf_resources(),
     params:
-        exec=lambda wc: inf_exec(wc.server),
+        server_exec=lambda wc: shlex.quote(inf_exec(wc.server)),
+        driver_exec=shlex.quote(inf_exec("ceiling")),
         cfg=lambda wc: study_json("inference"),
     shell:
-        "{params.exec} python3 -m studies.inference.run --config {params.cfg} --what serve"
+        # on the host (srun is there): the server and Locust each in their own image, inside their steps
+        "python3 -m studies.inference.run --config {params.cfg} --what serve"
         " --server {wildcards.server} --model {wildcards.model} --rep {wildcards.rep} --models {input.models}"
-        " > {log} 2>&1"
+        " --server-exec {params.server_exec} --driver-exec {params.driver_exec} > {log} 2>&1"
 
 
 rule inference_raw_rate:

@@ -7,9 +7,15 @@
   python3 -m studies.inference.run --config CFG --what ceiling --rep R
 
 prepare: systems/inference's model preparation into the cache (keyed by the options), at the
-config's sizes and weights. serve: `servers.py run <kind>` (the server up, ready, and always
-stopped, also on a timeout) around `tools.locust.runner` at every user count of the config; then
-each user count's Locust CSVs (results/inference/locust/...) become one raw file. A run with any
+config's sizes and weights. serve: the n+1 layout -- `servers.py serve <kind>` alone (on Slurm with
+>= 2 nodes: an `srun --overlap` step on the server node, bound to 0.0.0.0; else this host,
+127.0.0.1) until its server.json appears in the shared work dir, then `tools.locust.runner` against
+the URL it advertises (on the driver node: directly when the batch step runs there, else an srun
+step) at every user count of the config, then the server step is always stopped (SIGTERM, KILL,
+`servers.py stop`), also on a failure or timeout; each user count's Locust CSVs
+(results/inference/locust/...) become one raw file, with where each side ran (server_host/node from
+server.json, driver_host/node from Locust's generator.json). srun runs on the host; on a cluster
+each side's image (--server-exec / --driver-exec) comes after it, inside the step. A run with any
 failed request, failed check or locustfile exception is a failed configuration (failure record,
 job exits 1); a server that does not come up fails every user count with the server's own log.
 raw_rate: the model's in-process forward loop (same threads and batch, no server). ceiling: Locust
@@ -25,7 +31,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -118,6 +123,46 @@ def _models(path: Path) -> dict:
 
 
 # ------------------------------------------------------------------ serve
+# ------------------------------------------------------------------ placement (n+1)
+def slurm_nodes() -> list[str]:
+    """The job's nodes as Slurm names them (`scontrol show hostnames`), [] outside a Slurm job."""
+    nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+    if not nodelist or not shutil.which("srun"):
+        return []
+    out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def placement(nodes: list[str], here: str = "", cpus: str = "") -> dict:
+    """Where the server and Locust run. Slurm with >= 2 nodes: the server in an srun step on the
+    server node (bound to 0.0.0.0), Locust on the driver node (directly when this batch step runs
+    there, else an srun step). Otherwise both on this host, the server on 127.0.0.1."""
+    if len(nodes) >= 2:
+        driver, server = layout.node_roles(nodes)
+        return {"launcher": "slurm", "nodes": nodes, "driver_node": driver, "server_node": server,
+                "batch_node": here, "cpus_per_node": cpus, "bind": "0.0.0.0"}
+    return {"launcher": "local", "nodes": nodes, "driver_node": here, "server_node": here, "batch_node": here,
+            "cpus_per_node": cpus, "bind": "127.0.0.1"}
+
+
+def step_prefix(pl: dict, role: str, name: str) -> list[str]:
+    """The launcher of one role ("server" or "driver"): an srun step on its node inside the job's
+    allocation (--overlap: the batch step keeps its share), nothing locally or for a driver that is
+    the batch step's own node. srun runs on the host; the image (if any) goes after it."""
+    node = pl[f"{role}_node"]
+    if pl["launcher"] != "slurm" or (role == "driver" and node == pl["batch_node"]):
+        return []
+    cmd = ["srun", "--overlap", "--nodes=1", "--ntasks=1", f"--nodelist={node}", "--mpi=none",
+           "--kill-on-bad-exit=0", f"--job-name={name}"]
+    if pl["cpus_per_node"]:
+        cmd.append(f"--cpus-per-task={pl['cpus_per_node']}")  # every core of the node, not one per task
+    return cmd
+
+
+def _python(exec_prefix: list[str]) -> str:
+    return "python3" if exec_prefix else sys.executable  # inside an image: its python3
+
+
 def locust_env(cfg: dict, model: str) -> list[str]:
     sz = cfg["sizes"]
     env = {"REPRO_MODEL": model, "REPRO_IMAGE_SIZE": sz["image_size"], "REPRO_TEXT_WORDS": sz["text_words"],
@@ -125,14 +170,78 @@ def locust_env(cfg: dict, model: str) -> list[str]:
     return [a for k, v in env.items() for a in ("--env", f"{k}={v}")]
 
 
-def serve_command(cfg: dict, server: str, model: str, models_dir: str, workdir: Path, out: Path) -> list[str]:
+def serve_command(cfg: dict, server: str, model: str, models_dir: str, workdir: Path, ready: Path, pl: dict,
+                  server_exec: list[str] = (), tag: str = "") -> list[str]:
+    """The server alone (servers.py serve, until SIGTERM), on the server node."""
+    server_exec = list(server_exec)
+    return [*step_prefix(pl, "server", f"rinf-server{tag}"), *server_exec, _python(server_exec), "-m",
+            "repro_inference.servers", "serve", layout.kind_of(cfg, server), "--models", models_dir, "--model",
+            model, "--workdir", str(workdir), "--threads", str(cfg["threads"]),
+            "--timeout", str(cfg["server_start_timeout_s"]), "--bind", pl["bind"], "--ready-file", str(ready)]
+
+
+def driver_command(cfg: dict, server: str, model: str, url: str, system_kind: str, out: Path, pl: dict,
+                   driver_exec: list[str] = (), tag: str = "") -> list[str]:
+    """Locust alone against the server's advertised URL, on the driver node."""
+    driver_exec = list(driver_exec)
     users = ",".join(str(u) for u in layout.users(cfg))
-    return [sys.executable, "-m", "repro_inference.servers", "run", layout.kind_of(cfg, server), "--models",
-            models_dir, "--model", model, "--workdir", str(workdir), "--threads", str(cfg["threads"]),
-            "--timeout", str(cfg["server_start_timeout_s"]), "--",
-            sys.executable, "-m", "tools.locust.runner", "--protocol", layout.PROTOCOL[server], "--users", users,
-            "--run-time", f"{cfg['run_time_s']}s", "--out", str(out), "--processes", str(cfg["locust"]["processes"]),
-            *locust_env(cfg, model), "--label", f"server={server}", "--label", f"model={model}"]
+    return [*step_prefix(pl, "driver", f"rinf-driver{tag}"), *driver_exec, _python(driver_exec), "-m",
+            "tools.locust.runner", "--protocol", layout.PROTOCOL[server], "--host", url,
+            "--system-kind", system_kind, "--users", users, "--run-time", f"{cfg['run_time_s']}s",
+            "--out", str(out), "--processes", str(cfg["locust"]["processes"]), *locust_env(cfg, model),
+            "--label", f"server={server}", "--label", f"model={model}"]
+
+
+class ServerNotUp(RuntimeError):
+    pass
+
+
+def wait_ready(proc: subprocess.Popen, ready: Path, timeout: float, log: Path) -> dict:
+    """server.json once the server step writes it; the step's exit or the timeout raise with its log."""
+    t0 = time.time()
+    while True:
+        if ready.exists():
+            try:
+                return json.loads(ready.read_text())
+            except json.JSONDecodeError:
+                pass  # a shared file system may show the rename before the bytes; read again
+        rc = proc.poll()
+        if rc is not None:
+            raise ServerNotUp(f"the server step exited {rc} before it was ready; its output:\n"
+                              f"{log.read_text(errors='replace')[-4000:]}")
+        if time.time() - t0 > timeout:
+            raise ServerNotUp(f"no {ready.name} after {timeout:.0f} s; the server step's output:\n"
+                              f"{log.read_text(errors='replace')[-4000:]}")
+        time.sleep(0.5)
+
+
+def stop_server(proc: subprocess.Popen, workdir: Path, pl: dict, server_exec: list[str] = (), grace: float = 60) -> str:
+    """Always: SIGTERM to the server step (srun forwards it to servers.py, which stops the server's
+    process group), KILL after `grace`; if the server's pid file is still there, `servers.py stop` on
+    the server node. Returns what happened (for the log)."""
+    what = []
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+            what.append(f"server step stopped (exit {proc.returncode})")
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            what.append(f"server step killed after {grace:.0f} s")
+    else:
+        what.append(f"server step had exited ({proc.returncode})")
+    if (workdir / "server.pid").exists():
+        server_exec = list(server_exec)
+        cmd = [*step_prefix(pl, "server", "rinf-stop"), *server_exec, _python(server_exec), "-m",
+               "repro_inference.servers", "stop", "--workdir", str(workdir)]
+        r = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=120)
+        what.append(f"left-over server group stopped by servers.py stop (exit {r.returncode})")
+    return "; ".join(what)
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds through the finally that stops the server
 
 
 def metrics_of_run(run_dir: Path, weights: str) -> tuple[list[dict], str | None, dict]:
@@ -162,7 +271,14 @@ def _keep_server_logs(workdir: Path, dest: Path) -> None:
             shutil.copy2(f, dest / f.relative_to(workdir).as_posix().replace("/", "__"))
 
 
-def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path) -> int:
+def _where(info: dict, gen: dict) -> dict:
+    """Which host/Slurm node ran the server (its server.json) and Locust (its generator.json): measured."""
+    return {"server_host": info.get("host", ""), "server_node": info.get("slurm_node", ""),
+            "driver_host": gen.get("hostname", ""), "driver_node": gen.get("slurm_node", "")}
+
+
+def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
+              server_exec: list[str] = (), driver_exec: list[str] = ()) -> int:
     why_not = layout.by_design(server, model)
     if why_not:
         _progress(f"refused: {server} x {model} is {why_not}")
@@ -170,35 +286,66 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path) -
     models = _models(models_file)
     weights = models["specs"][model]["weights"]
     kind = layout.system_kind(cfg, server)
-    out = Path(layout.locust_dir(server, model, rep))
+    out = Path(layout.locust_dir(server, model, rep)).resolve()
     if out.exists():
         shutil.rmtree(out)
+    out.mkdir(parents=True)
+    work = Path(layout.work_dir(server, model, rep)).resolve()  # shared by both nodes
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    ready, server_log = work / "server.json", out / "server-step.log"
+    pl = placement(slurm_nodes(), os.environ.get("SLURMD_NODENAME", ""), os.environ.get("SLURM_CPUS_ON_NODE", ""))
+    tag = f"-{os.environ.get('SLURM_JOB_ID', os.getpid())}"
     n_users = layout.users(cfg)
     per_run = cfg["run_time_s"] + cfg["locust"]["stop_timeout_s"] + 60
-    budget = cfg["server_start_timeout_s"] + 60 + len(n_users) * per_run
-    with tempfile.TemporaryDirectory(prefix="rinf-") as tmp:
-        cmd = serve_command(cfg, server, model, models["dir"], Path(tmp) / "server", out)
-        _progress(f"{server} ({layout.kind_of(cfg, server)}, {kind}) x {model} rep {rep}: " + shlex.join(cmd)[:600])
-        t0 = time.time()
-        rc, text = _run_bounded(cmd, budget, out / "job.log")
-        _keep_server_logs(Path(tmp) / "server", out / "server-logs")
-    _progress(f"servers.py run exited {rc} after {time.time() - t0:.0f} s")
+    cmd = serve_command(cfg, server, model, models["dir"], work / "server", ready, pl, server_exec, tag)
+    _progress(f"{server} ({layout.kind_of(cfg, server)}, {kind}) x {model} rep {rep}, {pl['launcher']}: "
+              f"driver {pl['driver_node'] or 'this host'}, server {pl['server_node'] or 'this host'}")
+    _progress("server: " + shlex.join(cmd)[:600])
+    signal.signal(signal.SIGTERM, _terminate)
+    t0, info, rc, text, dcmd = time.time(), {}, 0, "", []
+    with open(server_log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env(), start_new_session=True)
+    try:
+        info = wait_ready(proc, ready, cfg["server_start_timeout_s"] + 120, server_log)
+        if info.get("system_kind") != kind:
+            raise ServerNotUp(f"the server says it is {info.get('system_kind')!r}, the config's kind is {kind!r}")
+        _progress(f"server ready at {info['url']} on {info.get('slurm_node') or info.get('host')} "
+                  f"after {time.time() - t0:.0f} s")
+        dcmd = driver_command(cfg, server, model, info["url"], info["system_kind"], out, pl, driver_exec, tag)
+        _progress("driver: " + shlex.join(dcmd)[:600])
+        rc, text = _run_bounded(dcmd, 60 + len(n_users) * per_run, out / "job.log")
+        if rc:
+            text += "\n--- the server step's output ---\n" + server_log.read_text(errors="replace")[-3000:]
+    except ServerNotUp as err:
+        rc, text = 1, f"the server did not come up: {err}"
+        _progress(text[:3000])
+    finally:
+        _progress(stop_server(proc, work / "server", pl, server_exec))
+        _keep_server_logs(work, out / "server-logs")
+        shutil.rmtree(work, ignore_errors=True)
+    _progress(f"server up to Locust done: {time.time() - t0:.0f} s, exit {rc}")
     bad = 0
     for u in n_users:
         params = layout.serve_params(server, model, u)
         raw = layout.raw_path(params, rep)
         rec = _record(cfg, params, rep, kind)
         run_dir = out / f"users~{u}"
+        gen_file = run_dir / "generator.json"
+        gen = json.loads(gen_file.read_text()) if gen_file.exists() else {}
+        rec["extra"] = {"locust_dir": str(run_dir), "kind": layout.kind_of(cfg, server), "weights": weights,
+                        "tokenizer": models["specs"][model].get("tokenizer"), "spec": models["specs"][model],
+                        **_where(info, gen), "placement": pl, "server_url": info.get("url", ""),
+                        "server_command": cmd, "driver_command": dcmd}
         if not (run_dir / "locust_stats.csv").exists():
             what = "timed out" if rc == 124 else f"exit code {rc}"
-            rawio.write_failure(raw, rec, f"no Locust run at {u} user(s): servers.py run {what}; its output "
-                                          f"(server log tail included):\n{text[-3000:]}")
+            rawio.write_failure(raw, rec, f"no Locust run at {u} user(s): {what}; the output (server log tail "
+                                          f"included):\n{text[-3000:]}")
             bad += 1
             continue
         metrics, why, sanity = metrics_of_run(run_dir, weights)
         rec["metrics"], rec["sanity"] = metrics, sanity
-        rec["extra"] = {"locust_dir": str(run_dir), "kind": layout.kind_of(cfg, server), "weights": weights,
-                        "tokenizer": models["specs"][model].get("tokenizer"), "spec": models["specs"][model]}
         if why:
             rawio.write_failure(raw, rec, why)
             _progress(f"FAILED {raw}: {why}")
@@ -309,6 +456,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rep", type=int, default=0)
     ap.add_argument("--models", type=Path, default=Path(layout.MODELS_FILE))
     ap.add_argument("--out", type=Path, default=Path(layout.MODELS_FILE))
+    ap.add_argument("--server-exec", default="", help="prefix that runs the server in its image (cluster)")
+    ap.add_argument("--driver-exec", default="", help="prefix that runs Locust in its image (cluster)")
     a, cfg = cli.finish(ap, argv)
     _progress(f"start: {shlex.join(sys.argv[1:]) if argv is None else shlex.join(argv)}"[:300])
     if a.what == "prepare":
@@ -316,7 +465,8 @@ def main(argv=None) -> int:
     if a.what == "serve":
         if not (a.server and a.model):
             ap.error("--server and --model are needed for serve")
-        return run_serve(cfg, a.server, a.model, a.rep, a.models)
+        return run_serve(cfg, a.server, a.model, a.rep, a.models, shlex.split(a.server_exec),
+                         shlex.split(a.driver_exec))
     if a.what == "raw_rate":
         if not (a.model and a.framework):
             ap.error("--model and --framework are needed for raw_rate")

@@ -3,6 +3,8 @@
     python -m repro_inference.servers start KIND --models DIR --model M --workdir W [--threads N] [--port P]
     python -m repro_inference.servers stop --workdir W
     python -m repro_inference.servers run KIND --models DIR --model M --workdir W -- CMD ...
+    python -m repro_inference.servers serve KIND --models DIR --model M --workdir W --bind 0.0.0.0 \
+        --ready-file W/server.json        (the server alone, until SIGTERM: the n+1 layout's server node)
 
 KIND (the protocol each speaks, the ``system_kind`` its rows get):
   torchserve            TorchServe 0.12, /predictions/<m>                                     real
@@ -15,12 +17,21 @@ KIND (the protocol each speaks, the ``system_kind`` its rows get):
                                                                   stand-in:tfserving-rest-on-tf-python
   tfserving             tensorflow_model_server on PATH (the cluster image)                   real
 
-``start`` returns once the model answers ready, writing ``W/server.json`` (url, pid, system_kind) and
-``W/server.pid``; the server runs in its own session and ``stop`` ends that whole process group
+``start`` returns once the model answers ready, writing ``W/server.json`` (url, port, pid, host,
+slurm_node, system_kind) and ``W/server.pid``; the server runs in its own session and ``stop`` ends that whole process group
 (TERM, then KILL after 20 s). A model that fails to load ends ``start`` with the server's exit code
 (or 1 if the server keeps running without the model, as TorchServe does) and the tail of its own log;
 the server is stopped. ``run`` starts, runs CMD with REPRO_SERVER_URL / REPRO_SYSTEM_KIND /
-REPRO_MODEL set, and always stops the server (also on SIGINT/SIGTERM).
+REPRO_MODEL set, and always stops the server (also on SIGINT/SIGTERM). ``serve`` starts, writes
+``--ready-file`` (the same JSON, atomically) and blocks until SIGTERM/SIGINT or until the server dies,
+always stopping the server group; its exit code is 0 after a signal, the server's own if it died.
+
+``--bind ADDR`` (default 127.0.0.1) is the address the inference API listens on (TorchServe's
+inference address, tritonserver's --http-address/--grpc-address, the TF Serving stand-in's host);
+TorchServe's management and metrics APIs stay on 127.0.0.1 (only the readiness check uses them).
+The real tensorflow_model_server cannot be bound: it always listens on 0.0.0.0 (``bind_effective``).
+The URL in server.json is reachable from other nodes: with a wildcard bind (0.0.0.0, ::) it names
+``--advertise`` or this node's hostname, else the bind address.
 """
 
 from __future__ import annotations
@@ -69,10 +80,21 @@ def venv(stack: str) -> Path:
     return path
 
 
-def free_port() -> int:
+WILDCARD = ("0.0.0.0", "::", "")
+
+
+def free_port(bind: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind(("0.0.0.0" if bind in WILDCARD else bind, 0))
         return s.getsockname()[1]
+
+
+def advertised_host(bind: str, advertise: str | None = None) -> str:
+    """The host name other nodes reach this server at: --advertise, else the bind address unless it is
+    a wildcard, else this node's hostname."""
+    if advertise:
+        return advertise
+    return socket.gethostname() if bind in WILDCARD else bind
 
 
 def _get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
@@ -96,16 +118,23 @@ class Server:
     """One server process group; ``with Server(...) as s:`` starts and always stops it."""
 
     def __init__(self, kind: str, models: Path, model: str, workdir: Path, threads: int = 1,
-                 port: int | None = None, timeout: float = 600.0):
+                 port: int | None = None, timeout: float = 600.0, bind: str = "127.0.0.1",
+                 advertise: str | None = None):
         if kind not in KINDS:
             raise ValueError(f"unknown server kind {kind!r}; known: {', '.join(KINDS)}")
         self.kind, self.models, self.model = kind, Path(models).resolve(), model
         self.workdir, self.threads, self.timeout = Path(workdir).resolve(), int(threads), timeout
-        self.port = port or free_port()
+        self.bind = bind
+        # tensorflow_model_server has no host flag: it always listens on every interface
+        self.bind_effective = "0.0.0.0" if kind == "tfserving" else bind
+        self.port = port or free_port(self.bind_effective)
         self.system_kind = SYSTEM_KINDS[kind]
         self.proc = None
         self.log = self.workdir / "server.log"
-        self.url = f"http://127.0.0.1:{self.port}"
+        # what other nodes use (the advertised URL) and what the readiness checks on this node use
+        self.url = f"http://{advertised_host(self.bind_effective, advertise)}:{self.port}"
+        local = "127.0.0.1" if self.bind_effective in WILDCARD else self.bind_effective
+        self.local_url = f"http://{local}:{self.port}"
 
     # ------------------------------------------------------------------ commands per kind
     def _env(self) -> dict:
@@ -120,7 +149,7 @@ class Server:
             raise FileNotFoundError(f"no {store}/{self.model}.mar; run prepare_torch first")
         self.mgmt = free_port()
         props = {
-            "inference_address": self.url, "management_address": f"http://127.0.0.1:{self.mgmt}",
+            "inference_address": f"http://{self.bind}:{self.port}", "management_address": f"http://127.0.0.1:{self.mgmt}",
             "metrics_address": f"http://127.0.0.1:{free_port()}", "model_store": str(store),
             "load_models": f"{self.model}={self.model}.mar", "default_workers_per_model": 1,
             "number_of_gpu": 0, "job_queue_size": 1000, "install_py_dep_per_model": "false",
@@ -144,8 +173,8 @@ class Server:
         link = one / self.model
         if not link.exists():
             link.symlink_to(repo / self.model)
-        args = [f"--model-repository={one}", f"--http-port={self.port}", f"--grpc-port={free_port()}",
-                f"--metrics-port={free_port()}", "--http-address=127.0.0.1", "--grpc-address=127.0.0.1",
+        args = [f"--model-repository={one}", f"--http-port={self.port}", f"--grpc-port={free_port(self.bind)}",
+                f"--metrics-port={free_port()}", f"--http-address={self.bind}", f"--grpc-address={self.bind}",
                 "--exit-on-error=true", "--strict-readiness=true", "--exit-timeout-secs=10", "--log-verbose=0",
                 "--allow-metrics=false"]
         if self.kind.startswith("triton-python"):
@@ -181,7 +210,7 @@ class Server:
         env["PYTHONPATH"] = str(SRC)
         return [str(venv("tf") / "bin" / "python"), "-m", "repro_inference.tfserving_standin",
                 f"--model_base_path={base}", f"--model_name={self.model}", f"--rest_api_port={self.port}",
-                f"--threads={self.threads}"]
+                f"--rest_api_host={self.bind}", f"--threads={self.threads}"]
 
     # ------------------------------------------------------------------ readiness
     def infer_path(self) -> str:
@@ -199,8 +228,8 @@ class Server:
             workers = json.loads(body)[0].get("workers", [])
             return any(w.get("status") == "READY" for w in workers)
         if self.kind.startswith("triton"):
-            return _get(f"{self.url}/v2/models/{self.model}/ready")[0] == 200
-        return _get(f"{self.url}/v1/models/{self.model}")[0] == 200
+            return _get(f"{self.local_url}/v2/models/{self.model}/ready")[0] == 200
+        return _get(f"{self.local_url}/v1/models/{self.model}")[0] == 200
 
     def _torchserve_failed(self) -> str | None:
         for f in sorted((self.workdir / "logs").glob("*.log")) + [self.log]:
@@ -253,10 +282,13 @@ class Server:
             self.stop()
             raise
         self.ready_s = time.time() - t0
-        info = {"kind": self.kind, "system_kind": self.system_kind, "model": self.model, "url": self.url,
-                "infer_path": self.infer_path(), "pid": self.proc.pid, "threads": self.threads,
-                "ready_s": round(self.ready_s, 2), "log": str(self.log)}
-        (self.workdir / "server.json").write_text(json.dumps(info, indent=1) + "\n")
+        self.info = {"kind": self.kind, "system_kind": self.system_kind, "model": self.model, "url": self.url,
+                     "port": self.port, "bind": self.bind, "bind_effective": self.bind_effective,
+                     "host": socket.gethostname(), "slurm_node": os.environ.get("SLURMD_NODENAME", ""),
+                     "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
+                     "infer_path": self.infer_path(), "pid": self.proc.pid, "threads": self.threads,
+                     "ready_s": round(self.ready_s, 2), "log": str(self.log)}
+        write_json_atomic(self.workdir / "server.json", self.info)
         print(f"servers: {self.kind} ready in {self.ready_s:.1f} s", flush=True)
         return self
 
@@ -271,6 +303,15 @@ class Server:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write, then rename: a reader on another node never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
 
 
 def stop_group(pid: int, proc: subprocess.Popen | None = None, grace: float = 20.0) -> None:
@@ -299,7 +340,7 @@ def stop_group(pid: int, proc: subprocess.Popen | None = None, grace: float = 20
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("start", "run"):
+    for name in ("start", "run", "serve"):
         s = sub.add_parser(name)
         s.add_argument("kind", choices=KINDS)
         s.add_argument("--models", required=True, type=Path, help="the prepared models' directory")
@@ -308,6 +349,10 @@ def main(argv=None) -> int:
         s.add_argument("--threads", type=int, default=1)
         s.add_argument("--port", type=int)
         s.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the model to be ready")
+        s.add_argument("--bind", default="127.0.0.1", help="address the inference API listens on (0.0.0.0: all)")
+        s.add_argument("--advertise", help="host name written into the URL (default: hostname on a wildcard bind)")
+        if name == "serve":
+            s.add_argument("--ready-file", type=Path, required=True, help="server.json's copy, written once ready")
     st = sub.add_parser("stop")
     st.add_argument("--workdir", required=True, type=Path)
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -321,17 +366,23 @@ def main(argv=None) -> int:
             stop_group(int(pidfile.read_text()))
             pidfile.unlink()
         return 0
-    server = Server(a.kind, a.models, a.model, a.workdir, a.threads, a.port, a.timeout)
+    server = Server(a.kind, a.models, a.model, a.workdir, a.threads, a.port, a.timeout, a.bind, a.advertise)
+    if a.cmd != "start":  # a signal while the model loads stops the server too (start()'s except)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, _interrupt)
     try:
         server.start()
     except ServerError as err:
         print(f"servers: {err}", file=sys.stderr)
         return err.returncode or 1
+    except KeyboardInterrupt:
+        print("servers: stopped by a signal while loading", file=sys.stderr, flush=True)
+        return 130
     if a.cmd == "start":
         print(json.dumps({"url": server.url, "system_kind": server.system_kind, "pid": server.proc.pid}))
         return 0
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    if a.cmd == "serve":
+        return _serve(server, a.ready_file)
     try:
         env = dict(os.environ, REPRO_SERVER_URL=server.url, REPRO_SYSTEM_KIND=server.system_kind,
                    REPRO_MODEL=a.model, REPRO_SERVER_KIND=a.kind)
@@ -339,6 +390,36 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
+        _ignore_signals()
+        server.stop()
+
+
+def _interrupt(*_):
+    raise KeyboardInterrupt()
+
+
+def _ignore_signals() -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _serve(server: Server, ready_file: Path) -> int:
+    """Block until SIGTERM/SIGINT (0) or the server's death (its exit code, with its log); always stop."""
+    try:
+        write_json_atomic(ready_file, server.info)
+        print(f"servers: serving at {server.url} (ready file {ready_file}); SIGTERM stops", flush=True)
+        while True:
+            rc = server.proc.poll()
+            if rc is not None:
+                print(f"servers: {server.kind} died while serving (exit code {rc})\n--- server log (tail) ---\n"
+                      f"{server._logs()}", file=sys.stderr, flush=True)
+                return rc or 1
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("servers: stopping (signal)", flush=True)
+        return 0
+    finally:
+        _ignore_signals()  # a second TERM must not cut the stop short
         server.stop()
 
 

@@ -70,7 +70,7 @@ def test_a_server_that_does_not_come_up_fails_every_user_count(tmp_path, monkeyp
     df, _summary = aggregate.build(cfg, root=str(tmp_path))
     serve = df[df.experiment == "serve"]
     assert list(serve.status) == ["failed", "failed"]
-    assert serve.failure.str.contains("servers.py run exit code 1").all()
+    assert serve.failure.str.contains("the server step exited 1 before it was ready").all()
     assert serve.failure.str.contains("no .*tfserving/resnet50/<version>/", regex=True).all()
     assert serve.value.isna().all()
     assert run.run_serve(cfg, "tfserving", "wav2vec2", 0, models) == 2  # the paper's gap is refused

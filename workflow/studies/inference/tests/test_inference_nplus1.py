@@ -1,0 +1,123 @@
+"""The n+1 split of a serve job (run.py): which node runs the server and which runs Locust, the
+commands each gets (srun from the host, the image inside the step), and a server that never
+becomes ready ends the job with its own log and leaves no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import inference_study_testlib as tl
+import pytest
+from studies.inference import layout, run
+
+
+def test_slurm_placement_server_on_the_second_node_locust_on_the_batch_node():
+    pl = run.placement(["node3", "node4"], here="node3", cpus="2")
+    assert (pl["launcher"], pl["driver_node"], pl["server_node"], pl["bind"]) == ("slurm", "node3", "node4", "0.0.0.0")
+    srv = run.step_prefix(pl, "server", "rinf-server-7")
+    assert srv[:2] == ["srun", "--overlap"] and "--nodelist=node4" in srv and "--nodes=1" in srv
+    assert "--ntasks=1" in srv and "--cpus-per-task=2" in srv and "--job-name=rinf-server-7" in srv
+    assert run.step_prefix(pl, "driver", "d") == []  # the batch step already runs on the driver node
+
+
+def test_slurm_placement_driver_in_its_own_step_when_the_batch_step_is_elsewhere():
+    pl = run.placement(["node3", "node4", "node5"], here="node5")
+    drv = run.step_prefix(pl, "driver", "d")
+    assert drv[0] == "srun" and "--nodelist=node3" in drv and not any(a.startswith("--cpus") for a in drv)
+    assert "--nodelist=node4" in run.step_prefix(pl, "server", "s")
+
+
+@pytest.mark.parametrize("nodes", [[], ["node0"]])
+def test_outside_slurm_or_one_node_both_sides_on_this_host(nodes):
+    pl = run.placement(nodes, here="")
+    assert pl["launcher"] == "local" and pl["bind"] == "127.0.0.1"
+    assert run.step_prefix(pl, "server", "s") == run.step_prefix(pl, "driver", "d") == []
+
+
+def test_node_roles_need_two_nodes():
+    assert layout.node_roles(["a", "b"]) == ("a", "b")
+    with pytest.raises(layout.LayoutError, match="2 nodes"):
+        layout.node_roles(["a"])
+
+
+def test_commands_put_srun_first_and_the_image_inside_the_step(tmp_path):
+    cfg = tl.section(models=["resnet50"], servers=["tfserving"], users=[1, 2], repeats=1)
+    pl = run.placement(["node0", "node1"], here="node0", cpus="2")
+    image = ["apptainer", "exec", "--bind", "/w", "tfserving.sif"]
+    cmd = run.serve_command(cfg, "tfserving", "resnet50", "/m", tmp_path / "w", tmp_path / "server.json", pl, image)
+    i = cmd.index("apptainer")
+    assert cmd[0] == "srun" and "--nodelist=node1" in cmd[:i] and cmd[i:i + 5] == image
+    assert cmd[i + 5:i + 9] == ["python3", "-m", "repro_inference.servers", "serve"]  # the image's python
+    args = cmd[i + 9:]  # servers.py's own (the image's --bind is apptainer's)
+    assert args[0] == cfg["kinds"]["tfserving"] and args[args.index("--bind") + 1] == "0.0.0.0"
+    assert args[args.index("--ready-file") + 1] == str(tmp_path / "server.json")
+    drv = run.driver_command(cfg, "tfserving", "resnet50", "http://vm:8501", "stand-in:x", tmp_path / "o", pl,
+                             ["apptainer", "exec", "locust.sif"])
+    assert drv[:3] == ["apptainer", "exec", "locust.sif"]  # on the batch node: no srun
+    assert drv[drv.index("--host") + 1] == "http://vm:8501" and drv[drv.index("--system-kind") + 1] == "stand-in:x"
+    assert drv[drv.index("--users") + 1] == "1,2"
+    local = run.placement([], "")
+    cmd = run.serve_command(cfg, "tfserving", "resnet50", "/m", tmp_path / "w", tmp_path / "r.json", local)
+    assert cmd[0] == sys.executable and cmd[cmd.index("--bind") + 1] == "127.0.0.1"
+
+
+def _gone(pid: int) -> bool:
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_wait_ready_gives_up_with_the_step_output_and_stop_server_ends_it(tmp_path):
+    log = tmp_path / "step.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(["sh", "-c", "echo still loading the model; exec sleep 60"], stdout=fh,
+                                start_new_session=True)
+    with pytest.raises(run.ServerNotUp, match="(?s)no server.json after 1 s.*still loading the model"):
+        run.wait_ready(proc, tmp_path / "server.json", 1, log)
+    what = run.stop_server(proc, tmp_path / "work", run.placement([], ""), grace=5)
+    assert proc.poll() is not None and "stopped" in what
+
+
+def test_a_server_that_never_becomes_ready_ends_the_job_with_its_log(tmp_path, monkeypatch):
+    """The real servers.py serve with a `tensorflow_model_server` that never listens (it forks a child
+    too): servers.py gives up after its timeout with that program's log, run.py writes it into every
+    user count's failure record, exits 1, and no process of the server's is left."""
+    monkeypatch.chdir(tmp_path)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "tensorflow_model_server"
+    fake.write_text("#!/bin/sh\necho \"fake model server $$: loading forever\"\n"
+                    f"sleep 600 & echo $! > {tmp_path}/child.pid\necho $$ > {tmp_path}/server.pid\nwait\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    for v in ("SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURMD_NODENAME"):
+        monkeypatch.delenv(v, raising=False)
+    (tmp_path / "models/tfserving/resnet50/1").mkdir(parents=True)
+    models = tmp_path / "models.json"
+    models.write_text(json.dumps({"dir": str(tmp_path / "models"), "specs": {"resnet50": {"weights": "w"}}}))
+    cfg = tl.section(models=["resnet50"], servers=["tfserving"], users=[1, 2], repeats=1,
+                     kinds={"tfserving": "tfserving"})
+    cfg["server_start_timeout_s"] = 3  # below the schema's minimum (10), to keep the test short
+    assert run.run_serve(cfg, "tfserving", "resnet50", 0, models) == 1
+    for u in (1, 2):
+        raw = layout.raw_path(layout.serve_params("tfserving", "resnet50", u), 0)
+        assert not (tmp_path / raw).exists()
+        fail = json.loads((tmp_path / raw.replace("/raw/", "/failed/")).read_text())
+        assert fail["status"] == "failed"
+        assert "the server step exited 1 before it was ready" in fail["failure"]
+        assert "not ready after 3 s" in fail["failure"] and "loading forever" in fail["failure"]  # its own log
+        assert fail["extra"]["placement"]["launcher"] == "local" and fail["extra"]["server_host"] == ""
+    for f in ("server.pid", "child.pid"):
+        assert _gone(int((tmp_path / f).read_text())), f"{f}: the server's process is still there"
+    assert not (tmp_path / layout.work_dir("tfserving", "resnet50", 0)).exists()  # the shared work dir is removed
+    kept = tmp_path / layout.locust_dir("tfserving", "resnet50", 0) / "server-logs" / "server__server.log"
+    assert "loading forever" in kept.read_text()
