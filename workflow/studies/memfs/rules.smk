@@ -110,7 +110,8 @@ rule memfs_threads_run:
 
 
 rule memfs_limit_run:
-    """The limit: raw memcached set/get bandwidth (mcbench) and the link's measured rate (iperf3)."""
+    """The links' measured rate (iperf3) and raw memcached's time-bound capacity (mcbench); MemFS's
+    limit itself is measured side by side in each MemFS envelope job (run.py, limits.py)."""
     input:
         system_image_input("memfs"),
         code=MEMFS_BENCH_CODE,
@@ -157,7 +158,7 @@ rule memfs_aggregate:
     input:
         memfs_raw_inputs,
         analysis_image_input(),
-        code=study_code("memfs", "analyze", "common", "layout"),
+        code=study_code("memfs", "analyze", "common", "layout", "limits"),
         expected=MEMFS_OUT["expected"],
         published=MEMFS_PUBLISHED,
     output:
@@ -165,6 +166,9 @@ rule memfs_aggregate:
         summary=MEMFS_OUT["summary"],
         table21=MEMFS_OUT["table21"],
         limit=MEMFS_OUT["limit"],
+        limit_runs=MEMFS_OUT["limit_runs"],
+        issue13=MEMFS_OUT["issue13"],
+        issue13_md=MEMFS_OUT["issue13_md"],
         claims=MEMFS_OUT["claims"],
     log:
         "results/memfs/log/aggregate.log",
@@ -179,7 +183,8 @@ rule memfs_aggregate:
     shell:
         f"{study_module('memfs', 'analyze')} --expected {{input.expected}} --config {{params.cfg}}"
         " --published {input.published} --measurements {output.measurements} --summary {output.summary}"
-        " --table21 {output.table21} --limit {output.limit} --claims {output.claims} > {log} 2>&1"
+        " --table21 {output.table21} --limit {output.limit} --limit-runs {output.limit_runs}"
+        " --issue13 {output.issue13} --claims {output.claims} > {log} 2>&1"
 
 
 rule memfs_figure:
@@ -239,6 +244,7 @@ rule memfs_envelope:
                 "claims",
                 "table21",
                 "limit",
+                "issue13",
                 "figure23",
                 "figure24",
                 "figure25",

@@ -36,6 +36,15 @@ Envelope protocol (one configuration = one fresh cluster):
   (replicate-on-read = the multicast), timed in the agent;
 * remote 1-1 read (locality design, n >= 2): node i opens node i+1's files
   (each open replicates the file: the remote transfer, timed), then reads them.
+* the limit, side by side (MemFS design, ``envelope.side_by_side_limit``): on
+  the same cluster, network and layout, after the phases above, mcbench on
+  every node at once with the value size MemFS stores (min(size,
+  stripe_size)) and the bytes per node of the phases (files_per_node x
+  size), with procs_per_node threads and with MemFS's pool size (the
+  memcached requests MemFS keeps in flight); the faster of the two per
+  operation is the limit: metrics limit_set_bw / limit_get_bw.  Each phase's
+  MemFS counter deltas (every numeric key of its stats JSON, summed over the
+  nodes) go to extra.memfs_stats.<phase>: the per-request breakdown.
 
 Per node, iozone's own per-child timings give the time of a batch (its slowest
 child); the node's time is the sum over its batches.  bandwidth (MB/s, 10^6 B)
@@ -300,6 +309,81 @@ def memfs_counters(stats: list[dict], group: str, name: str) -> dict[int, int]:
     return out
 
 
+# configuration values in MemFS's stats JSON (not counters): left out of the per-phase deltas
+STATS_NOT_COUNTERS = frozenset({"local_server", "stripe_size", "buffer_size", "threads", "timeout_ms", "time",
+                                "since", "index"})
+
+
+def flat_numeric(d, prefix: str = "", out: dict | None = None) -> dict:
+    """Every numeric leaf of a (MemFS stats) JSON value as {"group.name": number}; list entries are
+    summed key by key ("per_server.bytes_get" = over all servers). Generic: a counter MemFS adds
+    later is carried without a change here."""
+    out = {} if out is None else out
+    if isinstance(d, dict):
+        for k, v in d.items():
+            if k not in STATS_NOT_COUNTERS:
+                flat_numeric(v, f"{prefix}{k}.", out)
+    elif isinstance(d, list):
+        for item in d:
+            flat_numeric(item, prefix, out)
+    elif isinstance(d, (int, float)) and not isinstance(d, bool) and prefix:
+        key = prefix[:-1]
+        out[key] = out.get(key, 0) + d
+    return out
+
+
+def memfs_totals(stats: list[dict]) -> dict:
+    """MemFS's counters summed over every node's mounts (c.stats())."""
+    out: dict = {}
+    for s in stats:
+        for m in s.get("mounts", []):
+            flat_numeric(m.get("memfs", {}), "", out)
+    return out
+
+
+def stats_delta(before: dict, after: dict) -> dict:
+    """What one phase added to every counter (after - before)."""
+    return {k: after[k] - before.get(k, 0) for k in sorted(after)}
+
+
+def side_by_side_limit(c, args, cfg, size: int, nfiles: int, procs: int, timeout: float) -> dict:
+    """The raw-memcached limit of this very cluster, network and layout: mcbench on every node at once
+    with the value size MemFS stores (min(size, stripe_size)) and the bytes a node wrote and read in
+    the envelope phases (files_per_node x size), at two client counts: the benchmark's processes per
+    node (procs_per_node) and the memcached requests MemFS itself keeps in flight per node (its pool,
+    memfs.threads x mounts_per_node: one iozone process still has that many stripe fetches or stores
+    outstanding). The limit is the larger rate of the two, per operation: an upper bound for MemFS."""
+    stripe = int(cfg["memfs"]["stripe_size"])
+    vsize = min(size, stripe)
+    ops = nfiles * int(math.ceil(size / vsize))
+    pool = int(cfg["memfs"].get("threads", 8)) * int(cfg["envelope"].get("mounts_per_node", 1))
+    runs = []
+    for threads in sorted({procs, pool}):
+        cmd = [args.tools.mcbench, "--servers", ",".join(c.servers), "--op", "both", "--value-size", str(vsize),
+               "--threads", str(threads), "--ops", str(ops), "--distribution", cfg["memfs"]["distribution"],
+               "--timeout-ms", str(cfg["memfs"].get("timeout_ms", 2000))]
+        outs = c.run_all(cmd, timeout=timeout)
+        per = []
+        for o in outs:
+            if o["rc"] != 0:
+                raise SanityError(f"node {o['node']}: side-by-side mcbench exited {o['rc']}: {o['stderr'][-800:]}")
+            p = parse_mcbench(o["stdout"])
+            for op in ("set", "get"):
+                if op not in p or p[op]["errors"] or p[op]["bytes"] < ops * vsize:
+                    raise SanityError(f"node {o['node']}: side-by-side mcbench {op} moved {p.get(op, {}).get('bytes')}"
+                                      f" of {ops * vsize} B ({p.get(op, {}).get('errors')} errors)")
+            per.append({"node": o["node"], **p})
+        runs.append({"threads": threads, "command": cmd, "per_node": per,
+                     "set_bw": sum(p["set"]["bytes_per_s"] for p in per) / MB,
+                     "get_bw": sum(p["get"]["bytes_per_s"] for p in per) / MB})
+    best_set = max(runs, key=lambda r: r["set_bw"])
+    best_get = max(runs, key=lambda r: r["get_bw"])
+    return {"value_size": vsize, "ops_per_node": ops, "bytes_per_node": ops * vsize, "procs_per_node": procs,
+            "pool_threads_per_node": pool, "runs": runs,
+            "set_bw": best_set["set_bw"], "set_threads": best_set["threads"],
+            "get_bw": best_get["get_bw"], "get_threads": best_get["threads"]}
+
+
 def storage_metrics(stats: list[dict]) -> dict:
     b = [int(s["memcached"].get("bytes") or 0) for s in stats]
     rss = [x for s in stats for x in (s.get("fuse_rss_bytes") or []) if x]
@@ -330,9 +414,12 @@ def run_envelope(args, cfg, rec) -> None:
             f"{procs} iozone processes per node, records {record} B")
         mkdirs(c, [f"/w/n{i}" for i in range(n)] + ["/n1"])
         files = {nd.index: node_files(c, nd, f"/w/n{nd.index}", nfiles) for nd in c.nodes}
+        per_phase = extra["memfs_stats"] = {}  # each phase's counter deltas (MemFS's stats JSON, summed)
 
         # -- write: every node writes its own files
+        s0 = memfs_totals(c.stats())
         w = phase(c, io, "write", {i: batches_of(f, procs) for i, f in files.items()}, record)
+        per_phase["write"] = stats_delta(s0, memfs_totals(c.stats()))
         for i, o in enumerate(w["runs"]):
             _check_runs(i, "write", o["streams"], io.size_kb, sanity)
         sizes = c.map(lambda nd: nd.stat(files[nd.index]))
@@ -358,11 +445,14 @@ def run_envelope(args, cfg, rec) -> None:
         for nd in c.nodes:
             theirs = [on_node(nd, rel_of(c.nodes[src[nd.index]], p), j) for j, p in enumerate(files[src[nd.index]])]
             plan[nd.index] = batches_of(theirs, procs)
-        before = memfs_counters(c.stats(), "locality", "replications")
+        st_before = c.stats()
+        before = memfs_counters(st_before, "locality", "replications")
         r11 = phase(c, io, "read", plan, record)
+        st_after = c.stats()
         for i, o in enumerate(r11["runs"]):
             _check_runs(i, "read", o["streams"], io.size_kb, sanity)
-        after = memfs_counters(c.stats(), "locality", "replications")
+        after = memfs_counters(st_after, "locality", "replications")
+        per_phase["read11"] = stats_delta(memfs_totals(st_before), memfs_totals(st_after))
         if design == "locality":
             sanity["local_reads_not_replicated"] = after == before
         say(f"1-1 read: {r11['bw']:.1f} MB/s, {r11['tput']:.0f} ops/s")
@@ -384,7 +474,9 @@ def run_envelope(args, cfg, rec) -> None:
             if not sanity["multicast_replicated"]:
                 raise SanityError(f"after the multicast the file is on {owners}, not on all {n} nodes")
         plan = {nd.index: batches_of([on_node(nd, "/n1/src", j) for j in range(procs)], procs) for nd in c.nodes}
+        s0 = memfs_totals(c.stats())
         rn1 = phase(c, io, "read", plan, record, extra_s=mcast)
+        per_phase["readN1"] = stats_delta(s0, memfs_totals(c.stats()))
         for i, o in enumerate(rn1["runs"]):
             _check_runs(i, "read", o["streams"], io.size_kb, sanity)
         say(f"N-1 read: {rn1['bw']:.1f} MB/s, {rn1['tput']:.0f} ops/s"
@@ -401,13 +493,26 @@ def run_envelope(args, cfg, rec) -> None:
             sanity["remote_reads_replicated"] = all(after[i] - before[i] >= nfiles for i in range(n))
             if not sanity["remote_reads_replicated"]:
                 raise SanityError(f"remote reads did not replicate: {before} -> {after}")
+            s0 = memfs_totals(c.stats())
             rrem = phase(c, io, "read", {i: batches_of(p, procs) for i, p in paths.items()}, record,
                          extra_s=rep_s, extra_in_tput=True)
+            per_phase["read11_remote"] = stats_delta(s0, memfs_totals(c.stats()))
             for i, o in enumerate(rrem["runs"]):
                 _check_runs(i, "read", o["streams"], io.size_kb, sanity)
             extra["remote_transfer_s"] = rep_s
             say(f"remote 1-1 read: {rrem['bw']:.1f} MB/s, {rrem['tput']:.0f} ops/s")
         stats = c.stats()
+        lim = None
+        if design == "memfs" and env.get("side_by_side_limit", True):
+            # the limit, side by side: same job, cluster, network, clients and bytes per node
+            t_lim = time.perf_counter()
+            lim = side_by_side_limit(c, args, cfg, size, nfiles, procs, env["timeout_s"])
+            lim["elapsed_s"] = time.perf_counter() - t_lim  # what the side-by-side limit adds to the job
+            extra["side_by_side_limit"] = lim
+            say(f"side-by-side mcbench ({lim['value_size']} B values, {lim['ops_per_node']} ops/node; "
+                + ", ".join(f"{r['threads']} thread(s)/node: set {r['set_bw']:.1f}, get {r['get_bw']:.1f} MB/s"
+                            for r in lim["runs"]) + "); "
+                f"MemFS/limit: write {w['bw'] / lim['set_bw']:.2f}, 1-1 read {r11['bw'] / lim['get_bw']:.2f}")
     st = storage_metrics(stats)
     m = rawio.metric
     rec["metrics"] += [
@@ -417,6 +522,8 @@ def run_envelope(args, cfg, rec) -> None:
         m("stored_bytes_total", st["stored_total"], "B"), m("stored_bytes_max_node", st["stored_max"], "B"),
         m("fuse_rss_max", st["fuse_rss_max"], "B"),
     ]
+    if lim is not None:
+        rec["metrics"] += [m("limit_set_bw", lim["set_bw"], "MB/s"), m("limit_get_bw", lim["get_bw"], "MB/s")]
     if rrem is not None:
         rec["metrics"] += [m("read11_remote_bw", rrem["bw"], "MB/s"), m("read11_remote_tput", rrem["tput"], "ops/s")]
     extra["phases"] = {name: {"per_node": ph["per_node"], "wall_s": ph["wall_s"], "bw_wall": ph["bw_wall"],

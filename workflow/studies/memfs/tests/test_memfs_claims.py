@@ -12,6 +12,7 @@ import pytest
 from repro import published
 
 from studies.memfs import analyze as A
+from studies.memfs import limits as L
 from studies.memfs import wf_claims as W
 
 STUDY = Path(__file__).resolve().parents[1]
@@ -89,7 +90,7 @@ def scale(df, factor, **eq):
 def envelope_claims(df) -> dict:
     pub = published.load(STUDY / "published.csv")
     pub["value"] = pub["value_num"]
-    cl = A.build_claims(df, CFG, pub, A.table21(df, CFG, pub), A.limit_table(df, CFG))
+    cl = A.build_claims(df, CFG, pub, A.table21(df, CFG, pub), L.limit_table(L.pairs([]), df, CFG))
     ids = [c.claim_id for c in cl]
     assert len(ids) == len(set(ids)), "claim ids must be unique"
     return {c.claim_id: c for c in cl}

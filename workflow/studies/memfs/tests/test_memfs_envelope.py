@@ -53,7 +53,8 @@ def tiny(tmp_path_factory, built):
     missing = f"{RAW}/envelope/network~IPoIB/design~memfs/nodes~2/size~1MiB/rep~9.json"  # never run
     expected = [out for _, _, out, _ in runs] + [missing]
     (root / "expected.txt").write_text("\n".join(expected) + "\n")
-    outs = {k: str(root / f"{k}.csv") for k in ("measurements", "summary", "table21", "limit", "claims")}
+    outs = {k: str(root / f"{k}.csv") for k in ("measurements", "summary", "table21", "limit", "limit-runs", "issue13",
+                                                 "claims")}
     r = subprocess.run([PY, "-m", "studies.memfs.analyze", "--expected", "expected.txt", "--config", json.dumps(cfg),
                         "--published", str(REPO / "workflow/studies/memfs/published.csv"),
                         *[x for k, v in outs.items() for x in (f"--{k}", v)]],
@@ -132,13 +133,37 @@ def test_table21_equals_recomputation(tiny):
 
 
 def test_limit_table_equals_recomputation(tiny):
-    lim = pd.read_csv(tiny["outs"]["limit"])
-    r = lim.iloc[0]
-    setbw = _mean(tiny, "limit", "memcached_set_bw")
-    assert r["memcached_set_bw"] == pytest.approx(setbw, rel=1e-9)
-    assert r["write_fraction_of_set"] == pytest.approx(
-        _mean(tiny, "envelope", "write_bw", design="memfs") / setbw, rel=1e-9)
-    assert r["link_measured_mbit"] > 0
+    """MemFS / the mcbench run of the same job, recomputed from each raw file; the verdict and the
+    breakdown (mean FUSE request size from MemFS's own counters) likewise."""
+    from studies.memfs import limits as L
+
+    lim = pd.read_csv(tiny["outs"]["limit"], keep_default_na=False, na_values=[""])
+    for op, mm, lm, io_b, io_c in (("write", "write_bw", "limit_set_bw", "io.bytes_written", "io.write_calls"),
+                                   ("read11", "read11_bw", "limit_get_bw", "io.bytes_read", "io.read_calls")):
+        ratios, req = [], []
+        for e, _x, out, _r in tiny["runs"]:
+            rec = _raw(tiny, out)
+            if e != "envelope" or rec["params"]["design"] != "memfs":
+                continue
+            m = {x["metric"]: x["value"] for x in rec["metrics"]}
+            side = rec["extra"]["side_by_side_limit"]
+            assert side["procs_per_node"] == 1 and side["value_size"] == 524288 and side["bytes_per_node"] == 2 * 2**20
+            assert [r["threads"] for r in side["runs"]] == sorted({1, tiny["cfg"]["memfs"]["threads"]})
+            assert m[lm] == pytest.approx(max(r["set_bw" if op == "write" else "get_bw"] for r in side["runs"]))
+            ratios.append(m[mm] / m[lm])
+            st = rec["extra"]["memfs_stats"][op]
+            assert st[io_b] == 2 * 2 * 2**20  # 2 nodes x 2 files of 1 MiB through MemFS in this phase
+            req.append(st[io_b] / st[io_c] / 1024)
+        r = lim[(lim["network"] == "IPoIB") & (lim["nodes"] == 2) & (lim["size"] == "1MiB") & (lim["op"] == op)].iloc[0]
+        assert r["reps"] == 2 and r["verdict"] == L.verdict(ratios)
+        if r["verdict"] == L.MEASUREMENT_ERROR:
+            assert math.isnan(r["ratio_median"])
+        else:
+            assert r["ratio_median"] == pytest.approx(sorted(ratios)[0] / 2 + sorted(ratios)[1] / 2, rel=1e-9)
+            assert r["ratio_max"] == pytest.approx(max(ratios), rel=1e-9)
+        assert r["fuse_request_kib"] == pytest.approx(sum(req) / 2, rel=1e-9)
+    t13 = pd.read_csv(tiny["outs"]["issue13"], keep_default_na=False, na_values=[""])
+    assert len(t13) == len(L.ISSUE13_ROWS) and t13.loc[0, "earlier_runs"] == "0.26x / 0.15x"
 
 
 def test_claims_equal_recomputation(tiny):

@@ -1,0 +1,261 @@
+"""MemFS against its limit, side by side (issue 13): every ratio comes from one envelope job.
+
+Each MemFS-design envelope run (run.py) measures, on its own cluster, network and layout, after
+the MemFS phases, raw memcached with mcbench at the same value size and bytes per node, with as many
+threads per node as the benchmark's processes and as MemFS's own pool (the faster counts; a single
+sequential mcbench thread is latency-bound and no upper bound for MemFS's parallel stripe fetches;
+metrics ``limit_set_bw`` / ``limit_get_bw``) and keeps the counter deltas of every MemFS phase
+(``extra.memfs_stats.<phase>``). Here, from the raw files only:
+
+* ``pairs``: one row per run and operation (write / 1-1 read): MemFS bandwidth, the limit measured
+  in the same job, their ratio, the load average and the per-request breakdown of that phase;
+* ``limit_table``: per configuration and operation the ratio's min/median/max over the repeats and
+  a verdict: ``measurement error`` when any repeat's ratio is above 1.0 (MemFS cannot beat the
+  store it runs on: the comparison, not MemFS, is wrong, and no value is reported), else ``met``
+  when the median is >= 0.8 (issue 13's target), else ``not met``; ``not run`` / ``failed`` where
+  no run has the side-by-side limit;
+* ``issue13_table``: issue 13's rows, the earlier runs' values (transcribed from the issue) beside
+  this run's.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+
+import pandas as pd
+
+from repro import rawio
+from studies.memfs import common as mc
+
+TARGET = 0.8  # issue 13: MemFS at >= 0.8 x raw memcached
+VALID_MAX = 1.0  # a ratio above this is a measurement error, never a result
+MET, NOT_MET, MEASUREMENT_ERROR = "met", "not met", "measurement error"
+NOT_RUN, FAILED = "not run", "failed"
+TARGET_TEXT = f">= {TARGET:g}x (median of the repeats); every repeat <= {VALID_MAX:g}x to be valid"
+
+# op -> (MemFS metric, limit metric, MemFS stats phase, mcbench operation, io counters)
+OPS = {
+    "write": ("write_bw", "limit_set_bw", "write", "memcached set", ("io.bytes_written", "io.write_calls")),
+    "read11": ("read11_bw", "limit_get_bw", "read11", "memcached get", ("io.bytes_read", "io.read_calls")),
+}
+MIB = 1 << 20
+
+
+def _num(stats: dict, key: str) -> float:
+    v = stats.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+
+def _div(a: float, b: float) -> float:
+    return a / b if b and not math.isnan(a) and not math.isnan(b) and b != 0 else math.nan
+
+
+def _sum_prefix(stats: dict, prefix: str, skip=()) -> float:
+    keys = [k for k in stats if k.startswith(prefix) and k not in skip]
+    return float(sum(stats[k] for k in keys)) if keys else math.nan
+
+
+# The breakdown columns: (column, function(stats of the phase, op) -> value). Keys MemFS does not
+# write (an older binary) give blanks. Counter names: systems/memfs/src/memfs.h (MEMFS_COUNTERS).
+def _bytes_of(stats, op):
+    return _num(stats, OPS[op][4][0])
+
+
+BREAKDOWN = [
+    ("fuse_request_kib", lambda s, op: _div(_num(s, OPS[op][4][0]), _num(s, OPS[op][4][1])) / 1024,
+     "mean FUSE request size (bytes / read or write calls MemFS served)"),
+    ("fuse_requests", lambda s, op: _num(s, OPS[op][4][1]), "FUSE read or write requests MemFS served"),
+    ("data_round_trips_per_mib", lambda s, op: _div(_num(s, "stripes.set" if op == "write" else "stripes.get"),
+                                                    _bytes_of(s, op) / MIB),
+     "memcached stripe set (write) or get (read) round trips per MiB"),
+    ("meta_round_trips_per_mib", lambda s, op: _div(_sum_prefix(s, "memcached_meta.", ("memcached_meta.cas_conflicts",
+                                                                                       "memcached_meta.compactions")),
+                                                    _bytes_of(s, op) / MIB),
+     "memcached metadata round trips (get/add/set/append/cas/delete) per MiB"),
+    ("demand_fetch_share", lambda s, op: _div(_num(s, "stripes.demand_fetches"), _num(s, "stripes.get"))
+     if op == "read11" else math.nan, "stripes fetched on demand / stripes fetched (read)"),
+    ("prefetch_hit_share", lambda s, op: _div(_num(s, "stripes.prefetch_hits"), _num(s, "stripes.get"))
+     if op == "read11" else math.nan, "reads served by a prefetched stripe / stripes fetched (read)"),
+]
+KNOWN_PREFIXES = ("io.", "stripes.", "per_server.", "memcached_meta.", "meta_ops.", "locality.", "errors.",
+                  "open_files.")
+
+
+def other_counters(stats: dict, op: str) -> str:
+    """Every counter outside the known groups (what a newer MemFS adds: time, waits, copies), per MiB of
+    the phase's bytes, so a new counter shows up in the table without a change here."""
+    mib = _bytes_of(stats, op) / MIB
+    out = []
+    for k in sorted(stats):
+        if k.startswith(KNOWN_PREFIXES) or not stats[k]:
+            continue
+        out.append(f"{k}={mc.fmt(_div(float(stats[k]), mib), 4)}/MiB")
+    return "; ".join(out)
+
+
+# ----------------------------------------------------------------------------- raw files -> pairs
+def pairs(paths: list[str]) -> pd.DataFrame:
+    """One row per MemFS envelope run with a side-by-side limit and per operation (raw files only)."""
+    rows = []
+    for p in paths:
+        if "/raw/envelope/" not in str(p) or "design~memfs" not in str(p) or not Path(p).exists():
+            continue
+        rec = rawio.read(p)
+        if rec["status"] != "ok":
+            continue
+        m = {x["metric"]: float(x["value"]) for x in rec["metrics"]}
+        if "limit_set_bw" not in m:
+            continue  # a run without the side-by-side limit (older code, or side_by_side_limit off)
+        par, ex = rec["params"], rec.get("extra", {})
+        side = ex.get("side_by_side_limit", {})
+        for op, (mm, lm, phase, _, _) in OPS.items():
+            stats = ex.get("memfs_stats", {}).get(phase, {})
+            row = {"network": par["network"], "nodes": int(par["nodes"]), "size": par["size"], "rep": int(rec["rep"]),
+                   "op": op, "memfs_bw": m.get(mm, math.nan), "limit_bw": m.get(lm, math.nan),
+                   "value_size": side.get("value_size"),
+                   "threads_per_node": side.get("set_threads" if op == "write" else "get_threads", side.get("threads")),
+                   "bytes_per_node": side.get("bytes_per_node"),
+                   "load_start": (rec.get("load_start") or [math.nan])[0],
+                   "load_end": (rec.get("load_end") or [math.nan])[0], "raw_file": str(p)}
+            row["ratio"] = _div(row["memfs_bw"], row["limit_bw"])
+            for col, fn, _ in BREAKDOWN:
+                row[col] = fn(stats, op) if stats else math.nan
+            row["other_counters_per_mib"] = other_counters(stats, op) if stats else ""
+            rows.append(row)
+    cols = ["network", "nodes", "size", "rep", "op", "memfs_bw", "limit_bw", "ratio", "value_size", "threads_per_node",
+            "bytes_per_node", "load_start", "load_end", "raw_file"] + [c for c, _, _ in BREAKDOWN] + [
+            "other_counters_per_mib"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def verdict(ratios: list[float], failed: int = 0) -> str:
+    """``measurement error`` if any ratio > 1.0; else ``met`` (median >= 0.8) or ``not met``."""
+    ratios = [r for r in ratios if not math.isnan(r)]
+    if not ratios:
+        return FAILED if failed else NOT_RUN
+    if any(r > VALID_MAX for r in ratios):
+        return MEASUREMENT_ERROR
+    return MET if statistics.median(ratios) >= TARGET else NOT_MET
+
+
+def _mmm(xs: list[float]) -> tuple[float, float, float]:
+    xs = [x for x in xs if not math.isnan(x)]
+    return (min(xs), statistics.median(xs), max(xs)) if xs else (math.nan,) * 3
+
+
+def memfs_configs(cfg: dict) -> list[tuple[str, int, str]]:
+    """(network, nodes, size) of every MemFS-design envelope configuration the config asks for
+    (the envelope matrix plus Table 2.1's, as layout.configs expands them)."""
+    env, tab = cfg["envelope"], cfg["table"]
+    if "memfs" not in env.get("designs", ["memfs"]):
+        return []
+    out = []
+    keys = [(net, int(n), s) for net in env["networks"] for n in env["nodes"] for s in env["sizes"]]
+    keys += [(net, int(n), tab["size"]) for net in tab["networks"] for n in tab["nodes"]]
+    for k in keys:
+        if k not in out:
+            out.append(k)
+    return out
+
+
+def limit_table(pr: pd.DataFrame, df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
+    """Per configuration and operation: MemFS, its side-by-side limit, the ratio (min/median/max over the
+    repeats), the verdict and the median per-request breakdown. ``df`` (the tidy table) gives the
+    failed / not-run counts."""
+    rows = []
+    for net, n, size in memfs_configs(cfg):
+        for op, (mm, lm, _, lname, _) in OPS.items():
+            sel = pr[(pr["network"] == net) & (pr["nodes"] == n) & (pr["size"] == size) & (pr["op"] == op)] \
+                if not pr.empty else pr
+            st = mc.stat(df, "envelope", mm, network=net, design="memfs", nodes=n, size=size)
+            ratios = list(sel["ratio"].astype(float))
+            rmin, rmed, rmax = _mmm(ratios)
+            v = verdict(ratios, st["failed"])
+            bad = v == MEASUREMENT_ERROR
+            row = {"network": net, "nodes": n, "size": size, "op": op, "memfs_metric": mm,
+                   "limit": f"mcbench {lname} (same job)", "reps": len(sel),
+                   "reps_above_1": int(sum(r > VALID_MAX for r in ratios if not math.isnan(r))),
+                   "verdict": v, "target": TARGET_TEXT,
+                   # a measurement error is never reported as a result: the ratio columns stay blank
+                   "ratio_min": math.nan if bad else rmin, "ratio_median": math.nan if bad else rmed,
+                   "ratio_max": math.nan if bad else rmax,
+                   "measured_ratios_invalid": "" if not bad else " / ".join(mc.fmt(r) for r in ratios)}
+            for name, col in (("memfs_bw", "memfs_bw"), ("limit_bw", "limit_bw")):
+                lo, med, hi = _mmm(list(sel[col].astype(float)))
+                row.update({f"{name}_min": lo, f"{name}_median": med, f"{name}_max": hi})
+            for col, _, _ in BREAKDOWN:
+                row[col] = _mmm(list(sel[col].astype(float)))[1]
+            row["other_counters_per_mib"] = sel["other_counters_per_mib"].iloc[0] if len(sel) else ""
+            first = sel.iloc[0] if len(sel) else {}
+            row.update({"value_size": first.get("value_size", ""), "threads_per_node": first.get("threads_per_node", ""),
+                        "bytes_per_node": first.get("bytes_per_node", ""),
+                        "load_start_max": float(sel["load_start"].max()) if len(sel) else math.nan,
+                        "load_end_max": float(sel["load_end"].max()) if len(sel) else math.nan,
+                        "failed": st["failed"], "not_run": st["not_run"], "system_kind": st["system_kind"]})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- issue 13
+# (label, network, nodes (None: the Table 2.1 scale), size, op, earlier runs as the issue gives them)
+ISSUE13_ROWS = [
+    ("MemFS write 128 MiB, 4 nodes, IPoIB", "IPoIB", 4, "128MiB", "write", "0.26x / 0.15x"),
+    ("MemFS 1-1 read, same", "IPoIB", 4, "128MiB", "read11", "0.66x / 0.53x"),
+    ("MemFS vs memcached at 1 MiB (1GbE)", "1GbE", None, "1MiB", "read11",
+     "read 1.24x / 1.03x (above its limit: the comparison was wrong)"),
+    ("MemFS vs memcached at 1 MiB (1GbE), write", "1GbE", None, "1MiB", "write", ""),
+    ("MemFS vs memcached at 1 MiB (IPoIB), 1-1 read", "IPoIB", None, "1MiB", "read11", ""),
+    ("MemFS vs memcached at 1 MiB (IPoIB), write", "IPoIB", None, "1MiB", "write", ""),
+]
+EARLIER_HOW = ("earlier runs (issue 13: an earlier one / a fresh-machine one): mcbench run separately, 8 threads, "
+               "time-bound, against MemFS's 1-process envelope run; the 1 MiB row at 2 nodes")
+
+
+def issue13_table(lim: pd.DataFrame, cfg: dict) -> pd.DataFrame:
+    n_tab = int(max(cfg["table"]["nodes"]))
+    rows = []
+    for label, net, n, size, op, earlier in ISSUE13_ROWS:
+        n = n_tab if n is None else n
+        sel = lim[(lim["network"] == net) & (lim["nodes"] == n) & (lim["size"] == size) & (lim["op"] == op)] \
+            if not lim.empty else lim
+        r = sel.iloc[0] if len(sel) else None
+        if r is None:
+            this, v, reps = "", NOT_RUN, 0
+        elif r["verdict"] == MEASUREMENT_ERROR:
+            this, v, reps = f"invalid (ratio > {VALID_MAX:g}: {r['measured_ratios_invalid']})", r["verdict"], r["reps"]
+        elif r["reps"]:
+            this = f"{r['ratio_min']:.2f}x / {r['ratio_median']:.2f}x / {r['ratio_max']:.2f}x"
+            v, reps = r["verdict"], r["reps"]
+        else:
+            this, v, reps = "", r["verdict"], 0
+        row = {"row": label, "network": net, "nodes": n, "size": size, "op": op, "earlier_runs": earlier,
+               "this_run_min_median_max": this, "reps": reps, "target": TARGET_TEXT, "verdict": v,
+               "memfs_bw_median": r["memfs_bw_median"] if r is not None else math.nan,
+               "limit_bw_median": r["limit_bw_median"] if r is not None else math.nan}
+        for col, _, _ in BREAKDOWN:
+            row[col] = r[col] if r is not None else math.nan
+        row["other_counters_per_mib"] = r["other_counters_per_mib"] if r is not None else ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def breakdown_legend() -> str:
+    return "; ".join(f"{c}: {d}" for c, _, d in BREAKDOWN)
+
+
+def write_markdown(tab: pd.DataFrame, path: str) -> None:
+    """The issue-13 table as markdown (beside its CSV)."""
+    cols = ["row", "earlier_runs", "this_run_min_median_max", "reps", "target", "verdict",
+            "fuse_request_kib", "data_round_trips_per_mib", "meta_round_trips_per_mib", "demand_fetch_share",
+            "other_counters_per_mib"]
+    lines = ["# MemFS against raw memcached, side by side (issue 13)", "",
+             f"Ratios MemFS / mcbench, measured in the same job (same cluster, network emulation, client count, "
+             f"value size and bytes per node); {EARLIER_HOW}.", "",
+             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, r in tab.iterrows():
+        lines.append("| " + " | ".join(mc.fmt(r[c]) if isinstance(r[c], float) else str(r[c]) for c in cols) + " |")
+    lines += ["", "Breakdown (median over the repeats, MemFS's own counters for the phase): " + breakdown_legend()]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("\n".join(lines) + "\n")
