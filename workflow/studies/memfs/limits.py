@@ -63,13 +63,42 @@ def _bytes_of(stats, op):
     return _num(stats, OPS[op][4][0])
 
 
+def _per_mib(stats, op, key_read, key_write, scale=1e-6):
+    """A counter of the phase (read or write variant) per MiB of the phase's bytes; ns -> ms by default."""
+    key = key_write if op == "write" else key_read
+    return _div(_num(stats, key) * scale, _bytes_of(stats, op) / MIB)
+
+
+def _wait_ms_per_mib(stats, op):
+    keys = ("wait.write_slot_ns", "wait.flush_ns") if op == "write" else ("wait.read_stripe_ns", "wait.inline_fetch_ns")
+    vals = [_num(stats, k) for k in keys]
+    return math.nan if all(math.isnan(v) for v in vals) else _div(
+        sum(v for v in vals if not math.isnan(v)) * 1e-6, _bytes_of(stats, op) / MIB)
+
+
 BREAKDOWN = [
     ("fuse_request_kib", lambda s, op: _div(_num(s, OPS[op][4][0]), _num(s, OPS[op][4][1])) / 1024,
-     "mean FUSE request size (bytes / read or write calls MemFS served)"),
-    ("fuse_requests", lambda s, op: _num(s, OPS[op][4][1]), "FUSE read or write requests MemFS served"),
+     "mean FUSE request size (bytes / read or write requests MemFS served)"),
+    ("fuse_requests_per_mib", lambda s, op: _div(_num(s, OPS[op][4][1]), _bytes_of(s, op) / MIB),
+     "FUSE read or write requests per MiB"),
     ("data_round_trips_per_mib", lambda s, op: _div(_num(s, "stripes.set" if op == "write" else "stripes.get"),
                                                     _bytes_of(s, op) / MIB),
      "memcached stripe set (write) or get (read) round trips per MiB"),
+    ("mc_rtt_ms", lambda s, op: _div(_num(s, "mc_rtt.set_ns" if op == "write" else "mc_rtt.get_ns"),
+                                     _num(s, "mc_rtt.set_count" if op == "write" else "mc_rtt.get_count")) * 1e-6,
+     "mean memcached stripe round trip (ms)"),
+    ("mc_ms_per_mib", lambda s, op: _per_mib(s, op, "mc_rtt.get_ns", "mc_rtt.set_ns"),
+     "memcached stripe round-trip time per MiB (ms, summed over threads)"),
+    ("pool_queue_ms_per_mib", lambda s, op: _per_mib(s, op, "pool.read_queue_ns", "pool.write_queue_ns"),
+     "time stripe jobs waited in the prefetch (read) or write-behind (write) pool queue per MiB (ms)"),
+    ("client_wait_ms_per_mib", _wait_ms_per_mib,
+     "time FUSE requests blocked per MiB (ms): read = on a stripe being fetched + inline demand fetches; "
+     "write = on full buffer slots + flush/close until stored"),
+    ("lock_wait_ms_per_mib", lambda s, op: _per_mib(s, op, "lock.wait_ns", "lock.wait_ns"),
+     "time waiting for the per-file handle lock per MiB (ms)"),
+    ("copies_per_byte", lambda s, op: _div(_num(s, "copy.write_bytes" if op == "write" else "copy.read_bytes"),
+                                           _bytes_of(s, op)),
+     "bytes memcpy'd in MemFS per byte served (FUSE buffer <-> stripe; libmemcached's own copy not counted)"),
     ("meta_round_trips_per_mib", lambda s, op: _div(_sum_prefix(s, "memcached_meta.", ("memcached_meta.cas_conflicts",
                                                                                        "memcached_meta.compactions")),
                                                     _bytes_of(s, op) / MIB),
@@ -79,8 +108,10 @@ BREAKDOWN = [
     ("prefetch_hit_share", lambda s, op: _div(_num(s, "stripes.prefetch_hits"), _num(s, "stripes.get"))
      if op == "read11" else math.nan, "reads served by a prefetched stripe / stripes fetched (read)"),
 ]
+# groups shown in their own columns above (or not per-request); every other nonzero counter goes to
+# other_counters_per_mib (systems/memfs/README.md and /.memfs-stats name them)
 KNOWN_PREFIXES = ("io.", "stripes.", "per_server.", "memcached_meta.", "meta_ops.", "locality.", "errors.",
-                  "open_files.")
+                  "open_files.", "mc_rtt.")
 
 
 def other_counters(stats: dict, op: str) -> str:
@@ -120,11 +151,17 @@ def pairs(paths: list[str]) -> pd.DataFrame:
                    "load_start": (rec.get("load_start") or [math.nan])[0],
                    "load_end": (rec.get("load_end") or [math.nan])[0], "raw_file": str(p)}
             row["ratio"] = _div(row["memfs_bw"], row["limit_bw"])
+            # a node's elapsed time per MiB it moved (bandwidths are sums over the nodes): the scale the
+            # summed counters (ms per MiB, over all threads and nodes) compare with
+            n = int(par["nodes"])
+            row["client_ms_per_mib"] = _div(n * MIB / 1e6 * 1e3, row["memfs_bw"])
+            row["limit_ms_per_mib"] = _div(n * MIB / 1e6 * 1e3, row["limit_bw"])
             for col, fn, _ in BREAKDOWN:
                 row[col] = fn(stats, op) if stats else math.nan
             row["other_counters_per_mib"] = other_counters(stats, op) if stats else ""
             rows.append(row)
-    cols = ["network", "nodes", "size", "rep", "op", "memfs_bw", "limit_bw", "ratio", "value_size", "threads_per_node",
+    cols = ["network", "nodes", "size", "rep", "op", "memfs_bw", "limit_bw", "ratio", "client_ms_per_mib",
+            "limit_ms_per_mib", "value_size", "threads_per_node",
             "bytes_per_node", "load_start", "load_end", "raw_file"] + [c for c, _, _ in BREAKDOWN] + [
             "other_counters_per_mib"]
     return pd.DataFrame(rows, columns=cols)
@@ -185,7 +222,7 @@ def limit_table(pr: pd.DataFrame, df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
             for name, col in (("memfs_bw", "memfs_bw"), ("limit_bw", "limit_bw")):
                 lo, med, hi = _mmm(list(sel[col].astype(float)))
                 row.update({f"{name}_min": lo, f"{name}_median": med, f"{name}_max": hi})
-            for col, _, _ in BREAKDOWN:
+            for col in ["client_ms_per_mib", "limit_ms_per_mib"] + [c for c, _, _ in BREAKDOWN]:
                 row[col] = _mmm(list(sel[col].astype(float)))[1]
             row["other_counters_per_mib"] = sel["other_counters_per_mib"].iloc[0] if len(sel) else ""
             first = sel.iloc[0] if len(sel) else {}
@@ -234,10 +271,9 @@ def issue13_table(lim: pd.DataFrame, cfg: dict) -> pd.DataFrame:
                "this_run_min_median_max": this, "reps": reps, "target": TARGET_TEXT, "verdict": v,
                "memfs_bw_median": r["memfs_bw_median"] if r is not None else math.nan,
                "limit_bw_median": r["limit_bw_median"] if r is not None else math.nan}
-        for col, _, _ in BREAKDOWN:
+        for col in ["client_ms_per_mib", "limit_ms_per_mib"] + [c for c, _, _ in BREAKDOWN]:
             row[col] = r[col] if r is not None else math.nan
-        row["other_counters_per_mib"] = r["other_counters_per_mib"] if r is not None else ""
-        rows.append(row)
+        rows.append(row)  # every other counter: memfs_vs_memcached.csv (other_counters_per_mib)
     return pd.DataFrame(rows)
 
 
@@ -247,15 +283,18 @@ def breakdown_legend() -> str:
 
 def write_markdown(tab: pd.DataFrame, path: str) -> None:
     """The issue-13 table as markdown (beside its CSV)."""
-    cols = ["row", "earlier_runs", "this_run_min_median_max", "reps", "target", "verdict",
-            "fuse_request_kib", "data_round_trips_per_mib", "meta_round_trips_per_mib", "demand_fetch_share",
-            "other_counters_per_mib"]
+    cols = ["row", "earlier_runs", "this_run_min_median_max", "verdict", "client_ms_per_mib", "limit_ms_per_mib",
+            "fuse_request_kib", "mc_rtt_ms", "mc_ms_per_mib", "pool_queue_ms_per_mib", "client_wait_ms_per_mib",
+            "lock_wait_ms_per_mib", "copies_per_byte", "meta_round_trips_per_mib", "demand_fetch_share"]
     lines = ["# MemFS against raw memcached, side by side (issue 13)", "",
              f"Ratios MemFS / mcbench, measured in the same job (same cluster, network emulation, client count, "
              f"value size and bytes per node); {EARLIER_HOW}.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for _, r in tab.iterrows():
         lines.append("| " + " | ".join(mc.fmt(r[c]) if isinstance(r[c], float) else str(r[c]) for c in cols) + " |")
-    lines += ["", "Breakdown (median over the repeats, MemFS's own counters for the phase): " + breakdown_legend()]
+    lines += ["", f"Target: {TARGET_TEXT}. client_ms_per_mib / limit_ms_per_mib: a node's elapsed time per MiB "
+              "through MemFS / through raw memcached. Breakdown (median over the repeats, MemFS's own counters for the "
+              "phase, summed over threads and nodes, per MiB moved): " + breakdown_legend()
+              + ". Every other counter per MiB: memfs_vs_memcached.csv, column other_counters_per_mib."]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("\n".join(lines) + "\n")

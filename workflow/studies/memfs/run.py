@@ -415,6 +415,8 @@ def run_envelope(args, cfg, rec) -> None:
         mkdirs(c, [f"/w/n{i}" for i in range(n)] + ["/n1"])
         files = {nd.index: node_files(c, nd, f"/w/n{nd.index}", nfiles) for nd in c.nodes}
         per_phase = extra["memfs_stats"] = {}  # each phase's counter deltas (MemFS's stats JSON, summed)
+        first = next((m.get("memfs", {}) for st in c.stats() for m in st.get("mounts", [])), {})
+        extra["memfs_fuse"] = first.get("fuse", {})  # the negotiated FUSE parameters (max_write, readahead...)
 
         # -- write: every node writes its own files
         s0 = memfs_totals(c.stats())

@@ -28,7 +28,9 @@ def _stats(op: str, nbytes: int, calls: int, extra: dict | None = None) -> dict:
          "io.write_calls" if op == "write" else "io.read_calls": calls,
          "stripes.set" if op == "write" else "stripes.get": nbytes // (512 * 1024),
          "stripes.demand_fetches": 0 if op == "write" else 2, "memcached_meta.get": 4, "memcached_meta.set": 2,
-         "memcached_meta.cas_conflicts": 7}
+         "memcached_meta.cas_conflicts": 7, "mc_rtt.get_ns" if op != "write" else "mc_rtt.set_ns": 3_000_000,
+         "mc_rtt.get_count" if op != "write" else "mc_rtt.set_count": 2, "copy.read_bytes": 2 * nbytes,
+         "wait.read_stripe_ns": 1_000_000, "wait.inline_fetch_ns": 500_000}
     s.update(extra or {})
     return s
 
@@ -77,6 +79,10 @@ def test_ratios_and_breakdown_are_recomputed_from_the_raw_files(tmp_path):
         assert got["fuse_request_kib"] == pytest.approx(st["io.bytes_read"] / st["io.read_calls"] / 1024)  # 32
         # metadata round trips: get + set, not the cas_conflicts counter
         assert got["meta_round_trips_per_mib"] == pytest.approx(6 / (st["io.bytes_read"] / MIB))
+        assert got["mc_rtt_ms"] == pytest.approx(1.5)  # 3 ms over 2 round trips
+        assert got["copies_per_byte"] == pytest.approx(2.0)
+        assert got["client_wait_ms_per_mib"] == pytest.approx(1.5 / (st["io.bytes_read"] / MIB))
+        assert got["client_ms_per_mib"] == pytest.approx(4 * MIB / 1e3 / m["read11_bw"])  # 4 nodes
     row = lim[(lim["network"] == "IPoIB") & (lim["size"] == "128MiB") & (lim["op"] == "write")].iloc[0]
     assert (row["ratio_min"], row["ratio_median"], row["ratio_max"]) == pytest.approx((0.85, 0.88, 0.90))
     assert row["verdict"] == L.MET and row["reps"] == 3 and row["reps_above_1"] == 0
