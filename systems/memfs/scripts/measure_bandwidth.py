@@ -37,7 +37,7 @@ except ImportError:                # on PYTHONPATH); run without it: the reposit
     from systems.mtc import netns
 
 HERE = Path(__file__).resolve().parent
-BUILD = HERE.parent / "build"
+BUILD = Path(os.environ.get("MEMFS_BUILD", HERE.parent / "build"))  # another build: MEMFS_BUILD=dir
 
 
 def start_memcached(mem_mb, item_max):
@@ -119,10 +119,36 @@ class Cpu:
         self.server = proc_cpu(self.sp) - self.s0
 
 
+def read_stats(mnt):
+    with open(os.path.join(mnt, ".memfs-stats")) as f:
+        return json.load(f)
+
+
+def reset_stats(mnt):
+    with open(os.path.join(mnt, ".memfs-stats"), "w") as f:
+        f.write("reset\n")
+
+
+BREAKDOWN_GROUPS = ("fuse_read", "fuse_write", "copy", "mc_rtt", "pool", "wait", "lock")
+
+
+def breakdown(st):
+    """The per-request groups of a stats snapshot (absent in older builds)."""
+    return {g: st[g] for g in BREAKDOWN_GROUPS if g in st}
+
+
 def timed(cmd):
     t = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True)
     return time.perf_counter() - t
+
+
+def med_counters(snaps):
+    out = {}
+    for g in BREAKDOWN_GROUPS:
+        if snaps and g in snaps[0]:
+            out[g] = {k: statistics.median(s[g][k] for s in snaps) for k in snaps[0][g]}
+    return out
 
 
 def main():
@@ -133,6 +159,8 @@ def main():
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--mcbench-seconds", type=float, default=5)
+    ap.add_argument("--memfs-args", default="",
+                    help="extra memfs arguments for both mounts (e.g. a variant's options)")
     a = ap.parse_args()
     size = a.size_mib << 20
     tmp = tempfile.mkdtemp(prefix="memfs-bw-")
@@ -147,7 +175,7 @@ def main():
             procs.append(p)
             specs.append(spec)
         servers = ",".join(specs)
-        margs = ["--stripe-size", str(a.stripe), "--threads", str(a.threads)]
+        margs = ["--stripe-size", str(a.stripe), "--threads", str(a.threads), *a.memfs_args.split()]
         A, B = os.path.join(tmp, "A"), os.path.join(tmp, "B")
         mounts.append((mount(servers, A, margs), A))
         mounts.append((mount(servers, B, margs), B))
@@ -168,18 +196,24 @@ def main():
         spids = [p.pid for p in procs]
         pa, pb = mounts[0][0].pid, mounts[1][0].pid
         gib = size / (1 << 30)
+        load_start = os.getloadavg()[0]
+        bd_w, bd_r = [], []
         for i in range(a.reps):
             f = f"f{i}"
+            reset_stats(A)
             with Cpu([pa], spids) as c:
                 subprocess.run(["dd", "if=/dev/zero", f"of={A}/{f}", "bs=1M",
                                 f"count={a.size_mib}"], check=True, capture_output=True)
             wr.append(size / c.wall)
+            bd_w.append(breakdown(read_stats(A)))
             cpu["write"].append((c.client / gib, c.server / gib))
             assert os.path.getsize(f"{B}/{f}") == size
+            reset_stats(B)
             with Cpu([pb], spids) as c:
                 subprocess.run(["dd", f"if={B}/{f}", "of=/dev/null", "bs=1M"],
                                check=True, capture_output=True)
             rd.append(size / c.wall)
+            bd_r.append(breakdown(read_stats(B)))
             cpu["read"].append((c.client / gib, c.server / gib))
             for op, lst in (("set", rs), ("get", rg)):
                 with Cpu([], spids) as c:
@@ -187,7 +221,8 @@ def main():
                 lst.append(j["bytes_per_s"])
                 cpu[op].append((c.client / gib, c.server / gib))  # incl. untimed setup
             print(json.dumps({"rep": i, "memfs_write": wr[-1], "memfs_read": rd[-1],
-                              "raw_set": rs[-1], "raw_get": rg[-1]}), flush=True)
+                              "raw_set": rs[-1], "raw_get": rg[-1],
+                              "breakdown_write": bd_w[-1], "breakdown_read": bd_r[-1]}), flush=True)
         steady = {op: mcbench(op, seconds=a.mcbench_seconds) for op in ("set", "get")}
         for op in ("set", "get"):
             print(json.dumps(steady[op]))
@@ -201,7 +236,11 @@ def main():
             "read_fraction_of_raw_get": med([x / r for x, r in zip(rd, rg)]),
             "raw_set_steady_bytes_per_s": steady["set"]["bytes_per_s"],
             "raw_get_steady_bytes_per_s": steady["get"]["bytes_per_s"],
+            "loadavg_1min_start": load_start,
             "loadavg_1min_end": os.getloadavg()[0],
+            "margs": margs,
+            # per-request breakdown, medians over repetitions of each counter
+            "breakdown_write": med_counters(bd_w), "breakdown_read": med_counters(bd_r),
             # CPU seconds per GiB moved (median): client = memfs daemon + dd,
             # or mcbench (including its untimed key population for get);
             # server = both memcached processes

@@ -87,7 +87,18 @@ static void *pool_main(void *arg)
         p->head = j->next;
         if (!p->head) p->tail = NULL;
         pthread_mutex_unlock(&p->mu);
-        j->fn(j, c);
+        uint64_t t0 = now_ns(), q = t0 - j->t_submit;
+        j->fn(j, c); /* j may be freed by fn (a detached read handle) */
+        uint64_t run = now_ns() - t0;
+        if (p == &WP) {
+            ST_INC(pool_write_jobs);
+            ST_ADD(pool_write_queue_ns, q);
+            ST_ADD(pool_write_run_ns, run);
+        } else {
+            ST_INC(pool_read_jobs);
+            ST_ADD(pool_read_queue_ns, q);
+            ST_ADD(pool_read_run_ns, run);
+        }
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
@@ -118,6 +129,7 @@ static void pool_stop(pool *p)
 static void pool_submit(pool *p, job *j, int front)
 {
     j->next = NULL;
+    j->t_submit = now_ns();
     pthread_mutex_lock(&p->mu);
     if (front && p->head) {
         j->next = p->head;
@@ -143,9 +155,31 @@ void pools_stop(void)
     pool_stop(&RP);
 }
 
+/* Unlink every queued (not yet started) job for which match() is true;
+ * returns how many.  Lock order: a handle's mutex, then the pool's. */
+static int pool_cancel(pool *p, int (*match)(job *, void *), void *arg)
+{
+    int n = 0;
+    pthread_mutex_lock(&p->mu);
+    job *prev = NULL;
+    for (job *j = p->head; j;) {
+        job *next = j->next;
+        if (match(j, arg)) {
+            if (prev) prev->next = next;
+            else p->head = next;
+            if (p->tail == j) p->tail = prev;
+            n++;
+        } else {
+            prev = j;
+        }
+        j = next;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
 void wpool_submit(job *j) { pool_submit(&WP, j, 0); }
 void rpool_submit(job *j) { pool_submit(&RP, j, 0); }
-void rpool_submit_front(job *j) { pool_submit(&RP, j, 1); }
 
 /* -------------------------------------------------------- open-file table */
 static pthread_mutex_t ot_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -303,7 +337,10 @@ int fetch_stripe(mc_ctx *c, const memfs_rec *rec, int pref, uint64_t n,
         memcached_return_t rc;
         uint32_t flags;
         size_t vl = 0;
+        uint64_t t0 = now_ns();
         char *v = memcached_get(m, key, kl, &vl, &flags, &rc);
+        ST_INC(mc_rtt_get_count);
+        ST_ADD(mc_rtt_get_ns, now_ns() - t0);
         if (rc == MEMCACHED_SUCCESS && v && vl == want) {
             count_get(srv, vl);
             *data = v;
@@ -376,7 +413,10 @@ static void wjob_fn(job *j, mc_ctx *c)
         m = c->all;
         srv = (int)memcached_generate_hash(c->all, key, kl);
     }
+    uint64_t t0 = now_ns();
     memcached_return_t rc = kl ? memcached_set(m, key, kl, s->buf, s->len, 0, 0) : MEMCACHED_FAILURE;
+    ST_INC(mc_rtt_set_count);
+    ST_ADD(mc_rtt_set_ns, now_ns() - t0);
     int err = 0;
     if (rc == MEMCACHED_SUCCESS) {
         count_set(srv, s->len);
@@ -386,12 +426,13 @@ static void wjob_fn(job *j, mc_ctx *c)
         memfs_log("set %s (%zu bytes) on %s failed: %s -> %s", key, s->len, C.sl.spec[srv],
                   memcached_strerror(m, rc), strerror(err));
     }
-    pthread_mutex_lock(&h->mu);
+    uint64_t lt;
+    tlock(&h->mu, &lt);
     if (err && !h->err) h->err = err;
     s->state = s->keep ? W_FILLING : W_FREE;
     h->inflight--;
     pthread_cond_broadcast(&h->cv);
-    pthread_mutex_unlock(&h->mu);
+    tunlock(&h->mu, lt);
 }
 
 static void wsubmit(whandle *h, wslot *s, int keep)
@@ -428,23 +469,24 @@ whandle *whandle_new(const char *path, const memfs_rec *rec)
 int64_t whandle_size(whandle *h) { return (int64_t)__atomic_load_n(&h->size, __ATOMIC_RELAXED); }
 const memfs_rec *whandle_rec(whandle *h) { return &h->rec; }
 
-static void wait_not_busy(whandle *h)
+static void wait_not_busy(whandle *h, uint64_t *lt)
 {
-    while (h->busy) pthread_cond_wait(&h->cv, &h->mu);
+    while (h->busy) tcondwait(&h->cv, &h->mu, lt);
 }
 
 int whandle_write(whandle *h, const char *buf, size_t size, off_t off)
 {
-    pthread_mutex_lock(&h->mu);
-    wait_not_busy(h);
+    uint64_t lt;
+    tlock(&h->mu, &lt);
+    wait_not_busy(h, &lt);
     if (h->err) {
         int e = h->err;
-        pthread_mutex_unlock(&h->mu);
+        tunlock(&h->mu, lt);
         return -e;
     }
     if ((uint64_t)off != h->size) {
         uint64_t cur = h->size;
-        pthread_mutex_unlock(&h->mu);
+        tunlock(&h->mu, lt);
         ST_INC(errors_write_once);
         memfs_log("write-once: %s: non-sequential write at offset %lld (file has %" PRIu64
                   " bytes; only appending writes are allowed): EROFS",
@@ -463,7 +505,8 @@ int whandle_write(whandle *h, const char *buf, size_t size, off_t off)
                         break;
                     }
                 if (f >= 0 || h->err) break;
-                pthread_cond_wait(&h->cv, &h->mu);
+                ST_INC(wait_write_slot_count); /* back-pressure: all slots in flight */
+                ST_ADD(wait_write_slot_ns, tcondwait(&h->cv, &h->mu, &lt));
             }
             if (h->err) break;
             wslot *s = &h->slots[f];
@@ -484,6 +527,7 @@ int whandle_write(whandle *h, const char *buf, size_t size, off_t off)
         size_t n = h->rec.ss - s->len;
         if (n > size - done) n = size - done;
         memcpy(s->buf + s->len, buf + done, n);
+        ST_ADD(copy_write_bytes, n);
         s->len += n;
         done += n;
         __atomic_store_n(&h->size, h->size + n, __ATOMIC_RELAXED);
@@ -495,7 +539,7 @@ int whandle_write(whandle *h, const char *buf, size_t size, off_t off)
     h->busy = 0;
     int err = h->err;
     pthread_cond_broadcast(&h->cv);
-    pthread_mutex_unlock(&h->mu);
+    tunlock(&h->mu, lt);
     ST_ADD(io_bytes_written, done);
     if (done < size && err) return done ? (int)done : -err;
     return (int)done;
@@ -545,17 +589,21 @@ static int publish(whandle *h, uint64_t size, int seal)
 
 static int wflush(whandle *h, int seal)
 {
-    pthread_mutex_lock(&h->mu);
-    wait_not_busy(h);
+    uint64_t lt, t0 = now_ns();
+    tlock(&h->mu, &lt);
+    wait_not_busy(h, &lt);
     h->busy = 1;
     wslot *tail = h->cur >= 0 ? &h->slots[h->cur] : NULL;
     if (tail && tail->len > h->tail_stored && !h->err) wsubmit(h, tail, 1);
-    while (h->inflight) pthread_cond_wait(&h->cv, &h->mu);
+    /* the design's durability point: every buffered stripe is stored */
+    while (h->inflight) tcondwait(&h->cv, &h->mu, &lt);
+    ST_INC(wait_flush_count);
+    ST_ADD(wait_flush_ns, now_ns() - t0);
     if (tail && !h->err) h->tail_stored = tail->len;
     int err = h->err;
     uint64_t size = h->size;
     int need = !err && (seal || !h->published || h->published_size != size);
-    pthread_mutex_unlock(&h->mu);
+    tunlock(&h->mu, lt);
     if (need) {
         err = publish(h, size, seal);
         if (!err) {
@@ -563,10 +611,10 @@ static int wflush(whandle *h, int seal)
             h->published_size = size;
         }
     }
-    pthread_mutex_lock(&h->mu);
+    tlock(&h->mu, &lt);
     h->busy = 0;
     pthread_cond_broadcast(&h->cv);
-    pthread_mutex_unlock(&h->mu);
+    tunlock(&h->mu, lt);
     if (err) {
         if (err == EIO) ST_INC(errors_eio);
         memfs_log("flush/close %s: data not fully stored: %s", h->path, strerror(err));
@@ -578,14 +626,15 @@ static int wflush(whandle *h, int seal)
  * fetched, the partial tail comes from the buffer. */
 int whandle_read(whandle *h, char *buf, size_t size, off_t off)
 {
-    pthread_mutex_lock(&h->mu);
-    wait_not_busy(h);
+    uint64_t lt;
+    tlock(&h->mu, &lt);
+    wait_not_busy(h, &lt);
     h->busy = 1;
-    while (h->inflight) pthread_cond_wait(&h->cv, &h->mu);
+    while (h->inflight) tcondwait(&h->cv, &h->mu, &lt);
     int err = h->err;
     memfs_rec r = h->rec;
     r.size = h->size;
-    pthread_mutex_unlock(&h->mu);
+    tunlock(&h->mu, lt);
     size_t done = 0;
     while (!err && (uint64_t)off + done < r.size && done < size) {
         uint64_t o = (uint64_t)off + done, n = o / r.ss, in = o % r.ss;
@@ -603,12 +652,13 @@ int whandle_read(whandle *h, char *buf, size_t size, off_t off)
             memcpy(buf + done, d + in, chunk);
             free(d);
         }
+        ST_ADD(copy_read_bytes, chunk);
         done += chunk;
     }
-    pthread_mutex_lock(&h->mu);
+    tlock(&h->mu, &lt);
     h->busy = 0;
     pthread_cond_broadcast(&h->cv);
-    pthread_mutex_unlock(&h->mu);
+    tunlock(&h->mu, lt);
     if (err) { /* no short reads on error (see rhandle_read) */
         ST_INC(errors_eio);
         return -err;
@@ -662,26 +712,27 @@ struct rhandle {
     int             pref;      /* preferred owner (locality placement) */
     int             nslots;
     rslot          *slots;
-    int             inflight;
+    int             inflight;  /* pool jobs queued or running              */
+    int             inline_n;  /* demand fetches running in FUSE threads   */
     int64_t         last;      /* last stripe read, -1 initially */
     int             closing;   /* released: queued prefetches are skipped */
+    int             detached;  /* released with jobs running: the last frees it */
     uint64_t        tick;
     uint64_t        nstripes;
 };
 
-static void rjob_fn(job *j, mc_ctx *c)
+static void rfree(rhandle *h)
 {
-    rslot *s = container_of(j, rslot, j);
-    rhandle *h = s->h;
-    pthread_mutex_lock(&h->mu);
-    int64_t n = s->stripe;
-    uint32_t seq = s->seq;
-    int skip = h->closing;
-    pthread_mutex_unlock(&h->mu);
-    char *d = NULL;
-    size_t dl = 0;
-    int err = skip ? ECANCELED : fetch_stripe(c, &h->rec, h->pref, (uint64_t)n, &d, &dl);
-    pthread_mutex_lock(&h->mu);
+    for (int i = 0; i < h->nslots; i++) free(h->slots[i].data);
+    free(h->slots);
+    free(h->path);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    free(h);
+}
+
+static void rinstall(rslot *s, uint32_t seq, int err, char *d, size_t dl)
+{
     if (s->seq == seq && s->state == R_LOADING) {
         if (err) {
             s->state = R_ERROR;
@@ -695,9 +746,28 @@ static void rjob_fn(job *j, mc_ctx *c)
     } else {
         free(d);
     }
+}
+
+static void rjob_fn(job *j, mc_ctx *c)
+{
+    rslot *s = container_of(j, rslot, j);
+    rhandle *h = s->h;
+    uint64_t lt;
+    tlock(&h->mu, &lt);
+    int64_t n = s->stripe;
+    uint32_t seq = s->seq;
+    int skip = h->closing;
+    tunlock(&h->mu, lt);
+    char *d = NULL;
+    size_t dl = 0;
+    int err = skip ? ECANCELED : fetch_stripe(c, &h->rec, h->pref, (uint64_t)n, &d, &dl);
+    tlock(&h->mu, &lt);
+    rinstall(s, seq, err, d, dl);
     h->inflight--;
+    int last = h->detached && h->inflight == 0;
     pthread_cond_broadcast(&h->cv);
-    pthread_mutex_unlock(&h->mu);
+    tunlock(&h->mu, lt);
+    if (last) rfree(h); /* close() did not wait for this prefetch */
 }
 
 rhandle *rhandle_new(const char *path, const memfs_rec *rec, int pref)
@@ -758,7 +828,8 @@ static rslot *rvictim(rhandle *h, int64_t protect_lo, int64_t protect_hi)
     return best;
 }
 
-static void rstart(rhandle *h, rslot *s, int64_t n, int prefetched)
+/* Claim slot s for stripe n (state R_LOADING). */
+static void rclaim(rhandle *h, rslot *s, int64_t n, int prefetched)
 {
     if (s->state != R_EMPTY) rdrop(s);
     s->stripe = n;
@@ -766,10 +837,16 @@ static void rstart(rhandle *h, rslot *s, int64_t n, int prefetched)
     s->prefetched = prefetched;
     s->err = 0;
     s->lru = ++h->tick;
-    h->inflight++;
-    if (prefetched) rpool_submit(&s->j);
-    else rpool_submit_front(&s->j); /* a reader is waiting for it */
 }
+
+/* A prefetch: fetched by the read pool. */
+static void rstart(rhandle *h, rslot *s, int64_t n)
+{
+    rclaim(h, s, n, 1);
+    h->inflight++;
+    rpool_submit(&s->j);
+}
+
 
 static void rprefetch(rhandle *h, int64_t n)
 {
@@ -779,35 +856,62 @@ static void rprefetch(rhandle *h, int64_t n)
         rslot *v = rvictim(h, n - 1, hi);
         if (!v) break;
         ST_INC(stripes_prefetch_issued);
-        rstart(h, v, t, 1);
+        rstart(h, v, t);
     }
 }
 
-int rhandle_read(rhandle *h, char *buf, size_t size, off_t off)
+/* Read [off, off+size) into *bufp.  If *bufp is NULL, it is malloc'd here
+ * -- unless the request is exactly one whole cached stripe: then the stripe's
+ * buffer itself is handed over (no memcpy) and leaves the cache (a
+ * sequential reader does not come back to it; a re-read fetches it again). */
+static int rread(rhandle *h, char **bufp, size_t size, off_t off)
 {
     if ((uint64_t)off >= h->rec.size || size == 0) return 0;
     if ((uint64_t)off + size > h->rec.size) size = (size_t)(h->rec.size - (uint64_t)off);
+    char *buf = *bufp;
+    int own = buf == NULL;
     size_t done = 0;
     int err = 0;
-    pthread_mutex_lock(&h->mu);
+    uint64_t lt;
+    tlock(&h->mu, &lt);
     while (done < size) {
         uint64_t o = (uint64_t)off + done;
         int64_t n = (int64_t)(o / h->rec.ss);
         size_t in = (size_t)(o % h->rec.ss);
-        int seq = (h->last < 0 && n == 0) || n == h->last || n == h->last + 1;
+        int sequential = (h->last < 0 && n == 0) || n == h->last || n == h->last + 1;
         rslot *s = rfind(h, n);
         if (!s) {
             s = rvictim(h, n, n);
             if (!s) { /* all slots loading: wait for one */
-                pthread_cond_wait(&h->cv, &h->mu);
+                ST_INC(wait_read_stripe_count);
+                ST_ADD(wait_read_stripe_ns, tcondwait(&h->cv, &h->mu, &lt));
                 continue;
             }
+            /* Demand fetch, inline in this FUSE thread (no pool queue in
+             * front of a waiting reader); the prefetches of the following
+             * stripes are queued first so that the pool overlaps them. */
             ST_INC(stripes_demand_fetches);
-            rstart(h, s, n, 0);
+            rclaim(h, s, n, 0);
+            uint32_t sq = s->seq;
+            if (sequential) rprefetch(h, n);
+            h->inline_n++;
+            tunlock(&h->mu, lt);
+            uint64_t t0 = now_ns();
+            char *d = NULL;
+            size_t dl = 0;
+            int e = fetch_stripe(tls_ctx(), &h->rec, h->pref, (uint64_t)n, &d, &dl);
+            ST_INC(wait_inline_fetch_count);
+            ST_ADD(wait_inline_fetch_ns, now_ns() - t0);
+            tlock(&h->mu, &lt);
+            h->inline_n--;
+            rinstall(s, sq, e, d, dl);
+            pthread_cond_broadcast(&h->cv);
+            continue; /* re-find */
         }
-        if (seq) rprefetch(h, n);
+        if (sequential) rprefetch(h, n);
         if (s->state == R_LOADING) {
-            pthread_cond_wait(&h->cv, &h->mu);
+            ST_INC(wait_read_stripe_count);
+            ST_ADD(wait_read_stripe_ns, tcondwait(&h->cv, &h->mu, &lt));
             continue; /* re-find: the slot may have been reused meanwhile */
         }
         if (s->state == R_ERROR) {
@@ -821,12 +925,32 @@ int rhandle_read(rhandle *h, char *buf, size_t size, off_t off)
         }
         size_t chunk = s->len - in;
         if (chunk > size - done) chunk = size - done;
+        if (own && !done && !in && chunk == s->len && chunk == size) {
+            buf = s->data; /* zero copy: the whole request is this stripe */
+            s->data = NULL;
+            rdrop(s);
+            ST_INC(fuse_read_zero_copy);
+            ST_ADD(copy_read_zero_copy_bytes, chunk);
+            done = chunk;
+            h->last = n;
+            break;
+        }
+        if (!buf && !(buf = malloc(size))) {
+            err = ENOMEM;
+            break;
+        }
         memcpy(buf + done, s->data + in, chunk);
+        ST_ADD(copy_read_bytes, chunk);
         done += chunk;
         s->lru = ++h->tick;
         h->last = n;
     }
-    pthread_mutex_unlock(&h->mu);
+    tunlock(&h->mu, lt);
+    if (err && own) {
+        free(buf);
+        buf = NULL;
+    }
+    *bufp = buf;
     if (err) {
         /* Never return a short read on error: FUSE takes a short read as
          * end-of-file and would shrink the cached file size (silent
@@ -838,19 +962,46 @@ int rhandle_read(rhandle *h, char *buf, size_t size, off_t off)
     return (int)done;
 }
 
+int rhandle_read(rhandle *h, char *buf, size_t size, off_t off)
+{
+    return rread(h, &buf, size, off);
+}
+
+int rhandle_read_buf(rhandle *h, char **mem, size_t size, off_t off)
+{
+    *mem = NULL;
+    return rread(h, mem, size, off);
+}
+
+static int rjob_of(job *j, void *h)
+{
+    return j->fn == rjob_fn && container_of(j, rslot, j)->h == h;
+}
+
+/* close() of a read handle does not wait for prefetches: queued ones are
+ * dropped from the pool's queue, running ones are detached (the last to
+ * finish frees the handle).  Nothing is written on the read path, so no
+ * data can be lost by not waiting. */
 void rhandle_release(rhandle *h)
 {
-    pthread_mutex_lock(&h->mu);
+    uint64_t lt, t0 = now_ns();
+    tlock(&h->mu, &lt);
     h->closing = 1;
-    while (h->inflight) pthread_cond_wait(&h->cv, &h->mu);
-    for (int i = 0; i < h->nslots; i++) free(h->slots[i].data);
-    pthread_mutex_unlock(&h->mu);
+    /* the kernel sends RELEASE after the last READ, so this does not wait */
+    while (h->inline_n) tcondwait(&h->cv, &h->mu, &lt);
+    int dropped = pool_cancel(&RP, rjob_of, h);
+    h->inflight -= dropped;
+    ST_ADD(pool_read_cancelled, dropped);
+    int free_now = h->inflight == 0;
+    if (!free_now) {
+        h->detached = 1;
+        ST_INC(pool_read_detached);
+    }
+    tunlock(&h->mu, lt);
     ot_put(h->of, 0);
-    free(h->slots);
-    free(h->path);
-    pthread_mutex_destroy(&h->mu);
-    pthread_cond_destroy(&h->cv);
-    free(h);
+    if (free_now) rfree(h);
+    ST_INC(wait_release_read_count);
+    ST_ADD(wait_release_read_ns, now_ns() - t0);
     __atomic_fetch_sub(&G_open_read, 1, __ATOMIC_RELAXED);
 }
 
@@ -880,7 +1031,10 @@ static void repjob_fn(job *j, mc_ctx *c)
     if (!err) {
         char key[MEMFS_KEY_MAX + 8];
         size_t kl = key_stripe(key, sizeof key, ctl->rec->base, rj->n);
+        uint64_t t0 = now_ns();
         memcached_return_t rc = memcached_set(c->one[C.local], key, kl, d, dl, 0, 0);
+        ST_INC(mc_rtt_set_count);
+        ST_ADD(mc_rtt_set_ns, now_ns() - t0);
         if (rc == MEMCACHED_SUCCESS) {
             count_set(C.local, dl);
             ST_INC(locality_replicated_stripes);

@@ -10,13 +10,13 @@
 typedef struct job {
     struct job *next;
     void (*fn)(struct job *, mc_ctx *);
+    uint64_t t_submit;   /* now_ns() at submission: queue-wait accounting */
 } job;
 
 void pools_start(void);
 void pools_stop(void);
 void wpool_submit(job *j);
 void rpool_submit(job *j);
-void rpool_submit_front(job *j);
 
 /* -------------------------------------------------------- open-file table */
 typedef struct ofile {
@@ -61,6 +61,9 @@ int      whandle_release(whandle *h);                   /* 0 or -errno */
 
 rhandle *rhandle_new(const char *path, const memfs_rec *rec, int pref_server);
 int      rhandle_read(rhandle *h, char *buf, size_t size, off_t off);
+/* Like rhandle_read, into *mem (malloc'd, the caller frees it): a request of
+ * exactly one whole stripe gets the stripe's own buffer (no copy). */
+int      rhandle_read_buf(rhandle *h, char **mem, size_t size, off_t off);
 const memfs_rec *rhandle_rec(rhandle *h);
 void     rhandle_release(rhandle *h);
 

@@ -85,6 +85,82 @@ static void stats_stat(struct stat *st)
 
 static int is_stats(const char *path) { return !strcmp(path, MEMFS_STATS_PATH); }
 
+/* ------------------------------------------------- FUSE connection tuning */
+static struct fuse_conn_info *G_conn; /* libfuse's, valid for the session */
+
+static void refresh_conn(void)
+{
+    if (!G_conn) return;
+    C.fuse_max_write = G_conn->max_write;
+    C.fuse_max_read = G_conn->max_read;
+    C.fuse_max_readahead = G_conn->max_readahead;
+    C.fuse_max_background = G_conn->max_background;
+}
+
+/* "major:minor" of this mount, from /proc/self/mountinfo (no request to our
+ * own file system, so it cannot deadlock). */
+static int mount_devno(unsigned *maj, unsigned *min)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    if (!f) return -1;
+    char line[4096];
+    int found = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned a, b;
+        char mp[2048], un[2048];
+        if (sscanf(line, "%*u %*u %u:%u %*s %2047s", &a, &b, mp) != 3) continue;
+        size_t k = 0; /* undo the \ooo escapes of spaces etc. */
+        for (const char *p = mp; *p && k + 1 < sizeof un; p++) {
+            if (p[0] == '\\' && p[1] >= '0' && p[1] <= '7' && p[2] && p[3]) {
+                un[k++] = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+                p += 3;
+            } else {
+                un[k++] = *p;
+            }
+        }
+        un[k] = 0;
+        const char *fs = strstr(line, " - ");
+        if (!strcmp(un, C.mountpoint) && fs && !strncmp(fs + 3, "fuse", 4)) {
+            *maj = a;
+            *min = b;
+            found = 0; /* keep the last (topmost) one */
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* The kernel sends FUSE reads of at most the mount's readahead window
+ * (bdi read_ahead_kb: 128 KiB by default; FUSE's INIT can only lower it).
+ * Raise it once, at the first open (INIT is done by then, and a file's
+ * readahead state is initialised after its FUSE OPEN returns).  Needs
+ * write access to /sys/class/bdi (root); otherwise reads stay at 128 KiB. */
+static void tune_readahead(void)
+{
+    static int done;
+    if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
+    refresh_conn();
+    unsigned maj, min;
+    C.fuse_read_ahead_kb = -1;
+    if (!C.mountpoint || mount_devno(&maj, &min)) return;
+    char p[128];
+    snprintf(p, sizeof p, "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+    if (C.readahead) {
+        FILE *f = fopen(p, "w");
+        if (!f || fprintf(f, "%zu\n", C.readahead >> 10) < 0 || fclose(f)) {
+            if (f) fclose(f);
+            memfs_log("cannot set %s to %zu (%s); FUSE reads stay at the kernel's readahead",
+                      p, C.readahead >> 10, strerror(errno));
+        }
+    }
+    FILE *f = fopen(p, "r");
+    if (f) {
+        if (fscanf(f, "%d", &C.fuse_read_ahead_kb) != 1) C.fuse_read_ahead_kb = -1;
+        fclose(f);
+    }
+    if (C.verbose) memfs_log("%s = %d", p, C.fuse_read_ahead_kb);
+}
+
 /* Attributes this mount reported to the kernel (path hash -> generation,
  * size, time).  The kernel caches them for attr_timeout seconds; if a file
  * was meanwhile replaced (another mount unlinked and re-created it) or grew
@@ -325,6 +401,7 @@ static int m_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     ST_INC(meta_ops_create);
     if (is_stats(path)) return -EEXIST;
+    tune_readahead();
     char parent[PATH_MAX];
     const char *name;
     if (path_split(path, parent, sizeof parent, &name)) return -EINVAL;
@@ -372,7 +449,9 @@ static int m_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 static int m_open(const char *path, struct fuse_file_info *fi)
 {
     ST_INC(meta_ops_open);
+    tune_readahead();
     if (is_stats(path)) {
+        refresh_conn();
         shandle *h = calloc(1, sizeof *h);
         h->kind = H_STATS;
         h->buf = stats_json(&h->len);
@@ -416,17 +495,34 @@ static int m_open(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
+/* Size histogram of the FUSE data requests the kernel actually sends. */
+/* count and histogram: the requested size; bytes: what was answered */
+#define COUNT_REQ(dir, size)                                                   \
+    do {                                                                       \
+        ST_INC(dir##_count);                                                   \
+        if ((size) <= (128u << 10)) ST_INC(dir##_le_128k);                     \
+        else if ((size) <= (512u << 10)) ST_INC(dir##_le_512k);                \
+        else if ((size) <= (1u << 20)) ST_INC(dir##_le_1m);                    \
+        else ST_INC(dir##_gt_1m);                                              \
+    } while (0)
+
 static int m_read(const char *path, char *buf, size_t size, off_t off,
                   struct fuse_file_info *fi)
 {
     (void)path;
     ST_INC(io_read_calls);
     hbase *hb = (hbase *)(uintptr_t)fi->fh;
+    if (hb->kind == H_READ || hb->kind == H_WRITE) COUNT_REQ(fuse_read, size);
+    int r;
     switch (hb->kind) {
     case H_READ:
-        return rhandle_read((rhandle *)hb, buf, size, off);
+        r = rhandle_read((rhandle *)hb, buf, size, off);
+        if (r > 0) ST_ADD(fuse_read_bytes, r);
+        return r;
     case H_WRITE:
-        return whandle_read((whandle *)hb, buf, size, off);
+        r = whandle_read((whandle *)hb, buf, size, off);
+        if (r > 0) ST_ADD(fuse_read_bytes, r);
+        return r;
     case H_STATS: {
         shandle *h = (shandle *)hb;
         if ((size_t)off >= h->len) return 0;
@@ -438,13 +534,50 @@ static int m_read(const char *path, char *buf, size_t size, off_t off,
     return -EBADF;
 }
 
+/* read through a buffer vector: lets a request of exactly one whole stripe
+ * go to the kernel from the stripe's own buffer (libfuse frees it). */
+static int m_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off,
+                      struct fuse_file_info *fi)
+{
+    hbase *hb = (hbase *)(uintptr_t)fi->fh;
+    char *mem = NULL;
+    int r;
+    if (hb->kind == H_READ) {
+        ST_INC(io_read_calls);
+        COUNT_REQ(fuse_read, size);
+        r = rhandle_read_buf((rhandle *)hb, &mem, size, off);
+        if (r > 0) ST_ADD(fuse_read_bytes, r);
+    } else {
+        if (!(mem = malloc(size ? size : 1))) return -ENOMEM;
+        r = m_read(path, mem, size, off, fi);
+    }
+    if (r < 0) {
+        free(mem);
+        return r;
+    }
+    struct fuse_bufvec *bv = malloc(sizeof *bv);
+    if (!bv) {
+        free(mem);
+        return -ENOMEM;
+    }
+    *bv = (struct fuse_bufvec)FUSE_BUFVEC_INIT((size_t)r);
+    bv->buf[0].mem = mem;
+    *bufp = bv;
+    return 0;
+}
+
 static int m_write(const char *path, const char *buf, size_t size, off_t off,
                    struct fuse_file_info *fi)
 {
     (void)path;
     ST_INC(io_write_calls);
     hbase *hb = (hbase *)(uintptr_t)fi->fh;
-    if (hb->kind == H_WRITE) return whandle_write((whandle *)hb, buf, size, off);
+    if (hb->kind == H_WRITE) {
+        COUNT_REQ(fuse_write, size);
+        int r = whandle_write((whandle *)hb, buf, size, off);
+        if (r > 0) ST_ADD(fuse_write_bytes, r);
+        return r;
+    }
     if (hb->kind == H_STATS) {
         if (size >= 5 && !memcmp(buf, "reset", 5)) stats_reset();
         return (int)size;
@@ -658,6 +791,13 @@ static void *m_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     cfg->use_ino = 0;
     attr_timeout = cfg->attr_timeout;
     if (opt_max_read) conn->max_read = opt_max_read;
+    /* FUSE write requests of 1 MiB, the most libfuse 3.14 can receive (its
+     * buffer is FUSE_MAX_MAX_PAGES = 256 pages; a larger value makes the
+     * session fail).  libfuse asks the kernel for max_pages to match and
+     * always sets big_writes: no -o max_pages/big_writes in libfuse 3.
+     * (This is also libfuse's default; set here so that it is explicit.) */
+    conn->max_write = 1u << 20;
+    G_conn = conn;
     if (C.verbose)
         memfs_log("max_write=%u max_read=%u max_readahead=%u max_background=%u",
                   conn->max_write, conn->max_read, conn->max_readahead, conn->max_background);
@@ -686,6 +826,7 @@ static const struct fuse_operations OPS = {
     .truncate = m_truncate,
     .open = m_open,
     .read = m_read,
+    .read_buf = m_read_buf,
     .write = m_write,
     .statfs = m_statfs,
     .flush = m_flush,
@@ -721,6 +862,8 @@ static void usage(FILE *f)
             "  --hash H                key hash for modula: fnv1_32 (default), one_at_a_time,\n"
             "                          fnv1a_32, fnv1_64, fnv1a_64, md5, crc, murmur, jenkins\n"
             "  --timeout-ms N          memcached connect/poll/io timeout (default 2000)\n"
+            "  --readahead N           kernel readahead of the mount = largest FUSE read\n"
+            "                          request (default 1m; 0 = kernel default, 128k)\n"
             "  --verbose               log FUSE connection parameters\n"
             "  -h, --help              this help (followed by FUSE's options)\n"
             "  -V, --version           version\n"
@@ -840,9 +983,11 @@ int main(int argc, char **argv)
     C.dist = DIST_MODULA;
     C.hash = MEMFS_HASH_DEFAULT;
     C.timeout_ms = 2000;
+    C.readahead = 1u << 20;
+    C.fuse_read_ahead_kb = -1;
     C.mount_time = (int64_t)time(NULL);
 
-    char **fargv = calloc((size_t)argc + 4, sizeof(char *));
+    char **fargv = calloc((size_t)argc + 8, sizeof(char *));
     int fargc = 0, help = 0, have_fsname = 0;
     fargv[fargc++] = argv[0];
     const char *policy = "symmetric", *dist = "modula";
@@ -850,7 +995,8 @@ int main(int argc, char **argv)
         const char *a = argv[i], *val = NULL;
         static const char *const longs[] = {"--servers", "--policy", "--local-server",
                                             "--stripe-size", "--buffer-size", "--threads",
-                                            "--distribution", "--timeout-ms", "--hash", NULL};
+                                            "--distribution", "--timeout-ms", "--hash",
+                                            "--readahead", NULL};
         int matched = -1;
         for (int k = 0; longs[k]; k++) {
             size_t l = strlen(longs[k]);
@@ -926,6 +1072,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 9:
+            if (parse_size(val, &v) || v > (1u << 30)) {
+                fprintf(stderr, "memfs: bad --readahead (bytes, k/m suffixes; 0 = kernel default)\n");
+                return 2;
+            }
+            C.readahead = (size_t)v;
+            break;
         case 7:
             C.timeout_ms = atoi(val);
             if (C.timeout_ms < 1) {
@@ -973,6 +1126,18 @@ int main(int argc, char **argv)
     if (!have_fsname) {
         fargv[fargc++] = "-o";
         fargv[fargc++] = "fsname=memfs,subtype=memfs";
+    }
+    /* FUSE read requests of one stripe (unless -o max_read= was given): the
+     * kernel's readahead windows start stripe-aligned, so each request is
+     * one whole stripe, answered from the stripe's buffer without a copy
+     * (read_buf).  Stripes above 1 MiB exceed FUSE's request limit. */
+    static char mr_opt[32];
+    if (!opt_max_read && C.stripe_size >= (128u << 10) && C.stripe_size <= (1u << 20) &&
+        C.stripe_size % 4096 == 0) {
+        snprintf(mr_opt, sizeof mr_opt, "max_read=%u", C.stripe_size);
+        fargv[fargc++] = "-o";
+        fargv[fargc++] = mr_opt;
+        opt_max_read = C.stripe_size;
     }
     tls_init();
     stats_init();

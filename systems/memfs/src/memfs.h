@@ -24,6 +24,11 @@ typedef struct {
     int         hash;        /* key hash for the modula distribution       */
     int         timeout_ms;
     int         verbose;
+    size_t      readahead;   /* kernel readahead of the mount (bdi read_ahead_kb),
+                                bytes; 0 = leave the kernel's default (128 KiB) */
+    /* the FUSE connection as negotiated (refreshed when the stats are read) */
+    unsigned    fuse_max_write, fuse_max_read, fuse_max_readahead, fuse_max_background;
+    int         fuse_read_ahead_kb; /* the mount's bdi read_ahead_kb, -1 = unknown */
     char       *mountpoint;
     char       *servers_arg;
     int64_t     mount_time;
@@ -53,7 +58,25 @@ void memfs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
     X(memcached_meta, compactions)                                           \
     X(errors, eio) X(errors, enospc) X(errors, write_once)                   \
     X(errors, missing_stripe) X(errors, bad_stripe_length)                   \
-    X(errors, storage) X(errors, metadata)
+    X(errors, storage) X(errors, metadata)                                   \
+    /* per-request breakdown of the data path (times in ns, CLOCK_MONOTONIC) */ \
+    X(fuse_read, count) X(fuse_read, bytes) X(fuse_read, le_128k)            \
+    X(fuse_read, le_512k) X(fuse_read, le_1m) X(fuse_read, gt_1m)            \
+    X(fuse_read, zero_copy)                                                  \
+    X(fuse_write, count) X(fuse_write, bytes) X(fuse_write, le_128k)         \
+    X(fuse_write, le_512k) X(fuse_write, le_1m) X(fuse_write, gt_1m)         \
+    X(copy, write_bytes) X(copy, read_bytes) X(copy, read_zero_copy_bytes)   \
+    X(mc_rtt, get_count) X(mc_rtt, get_ns) X(mc_rtt, set_count)              \
+    X(mc_rtt, set_ns)                                                        \
+    X(pool, write_jobs) X(pool, write_queue_ns) X(pool, write_run_ns)        \
+    X(pool, read_jobs) X(pool, read_queue_ns) X(pool, read_run_ns)           \
+    X(pool, read_cancelled) X(pool, read_detached)                           \
+    X(wait, write_slot_count) X(wait, write_slot_ns)                         \
+    X(wait, read_stripe_count) X(wait, read_stripe_ns)                       \
+    X(wait, inline_fetch_count) X(wait, inline_fetch_ns)                     \
+    X(wait, flush_count) X(wait, flush_ns)                                   \
+    X(wait, release_read_count) X(wait, release_read_ns)                     \
+    X(lock, acquisitions) X(lock, wait_ns) X(lock, hold_ns)
 
 typedef struct {
 #define MEMFS_FIELD(g, n) uint64_t g##_##n;
@@ -71,6 +94,33 @@ extern int64_t G_open_read, G_open_write; /* gauges */
 
 #define ST_ADD(f, v) __atomic_fetch_add(&S.f, (uint64_t)(v), __ATOMIC_RELAXED)
 #define ST_INC(f) ST_ADD(f, 1)
+#define ST_LOAD(f) __atomic_load_n(&S.f, __ATOMIC_RELAXED)
+
+/* The per-file handle lock (h->mu), timed: wait_ns = time to acquire,
+ * hold_ns = time held (a condition wait ends one hold and starts the next;
+ * the time asleep is counted by the caller in a wait.* counter). */
+static inline void tlock(pthread_mutex_t *mu, uint64_t *t)
+{
+    uint64_t t0 = now_ns();
+    pthread_mutex_lock(mu);
+    *t = now_ns();
+    ST_INC(lock_acquisitions);
+    ST_ADD(lock_wait_ns, *t - t0);
+}
+static inline void tunlock(pthread_mutex_t *mu, uint64_t t)
+{
+    ST_ADD(lock_hold_ns, now_ns() - t);
+    pthread_mutex_unlock(mu);
+}
+/* pthread_cond_wait with the hold accounting; returns the ns asleep. */
+static inline uint64_t tcondwait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t *t)
+{
+    uint64_t t0 = now_ns();
+    ST_ADD(lock_hold_ns, t0 - *t);
+    pthread_cond_wait(cv, mu);
+    *t = now_ns();
+    return *t - t0;
+}
 #define SS_ADD(i, f, v) \
     do { if ((i) >= 0 && (i) < C.sl.n) __atomic_fetch_add(&SS[(i)].f, (uint64_t)(v), __ATOMIC_RELAXED); } while (0)
 

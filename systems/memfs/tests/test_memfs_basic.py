@@ -409,3 +409,49 @@ def test_fuse_options_pass_through(cluster):
     assert read_file(b.p("mr"), chunk=1 << 20) == data
     assert read_file(a.p("mr")) == data
     assert "error" not in a.log() + b.log()
+
+
+def test_request_breakdown_counters_are_consistent(two_mounts):
+    """The per-request counters (fuse_read/fuse_write/copy/mc_rtt/pool/wait/
+    lock) add up: bytes through the request counters are the file's size,
+    the size histogram sums to the request count, every stripe set/get is
+    one memcached round trip, every get ran in the read pool or inline."""
+    srv, a, b = two_mounts
+    size = 9 * STRIPE + 777
+    nstripes = 10
+    data = payload(size, seed=2024)
+    a.reset_stats()
+    write_file(a.p("bd"), data, chunk=300000)
+    assert wait_for(lambda: a.stats()["open_files"]["write"] == 0)
+    b.reset_stats()
+    assert read_file(b.p("bd"), chunk=MiB) == data
+    assert wait_for(lambda: b.stats()["open_files"]["read"] == 0)
+    sa, sb = a.stats(), b.stats()
+    for st, d in ((sa, "fuse_write"), (sb, "fuse_read")):
+        h = st[d]
+        assert h["bytes"] == size, (d, h)
+        assert h["count"] >= 1
+        assert h["le_128k"] + h["le_512k"] + h["le_1m"] + h["gt_1m"] == h["count"], h
+    assert sa["fuse_read"]["count"] == 0 and sb["fuse_write"]["count"] == 0
+    assert sa["copy"]["write_bytes"] == size and sa["copy"]["read_bytes"] == 0
+    assert sb["copy"]["read_bytes"] + sb["copy"]["read_zero_copy_bytes"] == size
+    assert sb["copy"]["write_bytes"] == 0
+    assert sb["fuse_read"]["zero_copy"] <= sb["fuse_read"]["count"]
+    assert sb["copy"]["read_zero_copy_bytes"] <= size
+    fz = sb["fuse"]
+    assert fz["max_write"] >= STRIPE and isinstance(fz["read_ahead_kb"], int)
+    assert sa["mc_rtt"]["set_count"] == sa["stripes"]["set"] == nstripes
+    assert sa["pool"]["write_jobs"] == nstripes and sa["mc_rtt"]["get_count"] == 0
+    assert sb["mc_rtt"]["get_count"] == sb["stripes"]["get"] == nstripes
+    assert sb["pool"]["read_jobs"] + sb["wait"]["inline_fetch_count"] == nstripes
+    assert sb["mc_rtt"]["set_count"] == 0 and sb["pool"]["write_jobs"] == 0
+    assert sa["wait"]["flush_count"] >= 1 and sb["wait"]["release_read_count"] == 1
+    for st in (sa, sb):
+        assert st["lock"]["acquisitions"] > 0
+        for g in ("mc_rtt", "pool", "wait", "lock"):
+            assert all(isinstance(v, int) and v >= 0 for v in st[g].values()), g
+    # a reset zeroes the new groups too
+    a.reset_stats()
+    z = a.stats()
+    assert all(v == 0 for g in ("fuse_write", "copy", "mc_rtt", "pool", "lock")
+               for v in z[g].values())

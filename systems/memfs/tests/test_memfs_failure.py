@@ -129,3 +129,59 @@ def test_item_limit_too_small_reports_enospc(cluster):
     assert ei.value.errno == errno.ENOSPC
     assert a.stats()["errors"]["enospc"] >= 1
     write_file(a.p("fits"), payload(1000, seed=3))  # partial stripes still fit
+
+
+def test_close_with_pending_prefetch_does_not_wait(cluster):
+    """close() of a read handle drops its queued prefetches and detaches the
+    running ones (the last to finish frees the handle) instead of waiting
+    for them.  A SIGSTOPped server keeps the prefetches of its stripes
+    running (--timeout-ms 30 s): the release must complete while it is
+    still stopped, and afterwards every byte reads back right."""
+    import os
+    srv = cluster.servers(2)
+    a = cluster.mount(srv)
+    b = cluster.mount(srv, "--timeout-ms", "30000")
+    data = payload(32 * STRIPE + 99, seed=4242)
+    write_file(a.p("pf"), data)
+    lay = layout(b.p("pf"))
+    on = [stripes_on(s, lay) for s in srv]
+    live = next(i for i in (0, 1) if 0 in on[i])
+    hung = srv[1 - live]
+    assert on[1 - live] & set(range(1, 15)), on  # some prefetched stripes are on the hung server
+    b.reset_stats()
+    fd = os.open(b.p("pf"), os.O_RDONLY)  # the record is read now, before the stop
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # one FUSE request, no kernel readahead
+        hung.signal(signal.SIGSTOP)
+        try:
+            # stripe 0 lives on the live server: fetched inline; stripes 1..14 prefetched
+            assert os.pread(fd, 4096, 0) == data[:4096]
+        finally:
+            os.close(fd)
+        released = False
+        try:
+            deadline = time.time() + 10
+            while time.time() < deadline and not released:
+                released = b.stats()["wait"]["release_read_count"] == 1
+                time.sleep(0.05)
+            st = b.stats()
+        finally:
+            hung.signal(signal.SIGCONT)
+    except BaseException:
+        hung.signal(signal.SIGCONT)
+        raise
+    assert released, "release of the read handle waited for prefetches of a stopped server"
+    assert st["open_files"]["read"] == 0
+    # a prefetch of a stripe on the stopped server cannot have finished: it
+    # was either still queued (dropped) or running (its handle detached)
+    assert st["pool"]["read_cancelled"] + st["pool"]["read_detached"] >= 1, st["pool"]
+    assert st["pool"]["read_detached"] <= 1
+    assert st["stripes"]["prefetch_issued"] == 14 and st["wait"]["inline_fetch_count"] == 1
+    # the detached jobs finish after SIGCONT; reads on the same mount are right
+    with open(b.p("pf"), "rb") as f:
+        assert f.read() == data
+    with open(b.p("pf"), "rb") as f:  # and open/read/close again, with prefetches in flight
+        assert f.read(3 * STRIPE) == data[:3 * STRIPE]
+    with open(b.p("pf"), "rb") as f:
+        f.seek(20 * STRIPE + 5)
+        assert f.read(STRIPE) == data[20 * STRIPE + 5:21 * STRIPE + 5]
