@@ -75,58 +75,28 @@ struct mbuf {
 	int kind; /* 0 none, 1 anonymous mmap, 2 file backed mmap */
 };
 
-struct cslot {
-	int64_t g;      /* global chunk id held, -1 none */
-	int state;      /* 0 empty, 1 fetching, 2 ready   */
-	int pins;
-	uint64_t lru;
-	char *p;
-};
+/* ------------------------------------------------------------------ */
+/* protocol layer (proto.c): one distributed file, identical id on all */
+/* ranks; the backends keep their own per-entry state behind `be`.     */
+/* ------------------------------------------------------------------ */
 
-/* One distributed file (one "window" / stream), identical id on all ranks. */
 struct fentry {
-	struct fentry *next;
+	struct fentry *next;   /* file table link                                */
 	uint64_t id;
 	char *path;            /* relative to the source directory */
 	uint64_t size;
 	int64_t mtime_ns;
-	uint64_t part;         /* bytes per rank (last ones may hold less) */
+	uint64_t part;         /* the split: bytes per rank (last ones may hold less) */
 	uint64_t my_off, my_len;
-	pthread_mutex_t mu;    /* data/cache state; may be held across MPI_Get   */
+	atomic_int refs;       /* file table + open handles + lookups in progress
+	                        * + backend threads (bcast stream); the memory is
+	                        * freed with the last reference (mfs_entry_put) */
+	pthread_mutex_t mu;    /* backend data state; may be held across MPI_Get */
 	pthread_cond_t cv;
-	pthread_mutex_t rmu;   /* ready/loaded/loading; never held across MPI    */
+	pthread_mutex_t rmu;   /* local_opens, backend ready state; never held across MPI */
 	pthread_cond_t rcv;
 	int local_opens;
-	/* osr, osr-refined */
-	MPI_Win win;
-	int have_win;
-	char *base;            /* window memory                                  */
-	struct mbuf wbuf;      /* when the window memory is file backed          */
-	struct mbuf metabuf;   /* osr: int per byte                              */
-	int *meta;
-	unsigned char *ready;  /* per rank: 0 loading, 1 ok, 2 error             */
-	int loaded;            /* own part: 0 loading, 1 ok, 2 error             */
-	int loading;           /* loader job queued or running                   */
-	atomic_int cancel;
-	struct fentry *lnext;  /* loader queue link                              */
-	/* osr-refined chunk cache */
-	uint64_t chunk, cpp;   /* chunk size, chunks per part                    */
-	uint64_t nchunks;
-	int32_t *cmap;         /* global chunk id -> slot                        */
-	struct cslot *slots;
-	int nslots;
-	uint64_t lru_clock;
-	/* bcast */
-	struct mbuf bbuf;
-	MPI_Comm bcomm;
-	pthread_t stream;
-	int stream_started, stream_done;
-	uint64_t avail;        /* bytes [0, avail) have arrived                  */
-	/* bcast on demand (all under mu; dcv wakes the stream thread)           */
-	pthread_cond_t dcv;
-	uint64_t demand;       /* end of the furthest byte any local reader asked for */
-	int holders;           /* local handles open + opens in flight (pend matched) */
-	int released;          /* freed by the coordinator / teardown: never gate     */
+	void *be;              /* backend-private per-entry state               */
 	void *m;               /* owning instance                                */
 };
 
@@ -139,6 +109,20 @@ struct centry { /* coordinator (rank 0) bookkeeping */
 	long refs;
 	uint64_t idle_since;
 };
+
+struct msg_hdr {
+	int32_t type;
+	int32_t src;
+	int32_t status;
+	int32_t pathlen;
+	uint64_t id;
+	uint64_t req;
+	uint64_t size;
+	int64_t mtime_ns;
+};
+
+enum { MT_ACQ = 1, MT_ACQ_REPLY, MT_CREATE, MT_READY, MT_REL, MT_FREE, MT_STOP_READY, MT_FINAL, MT_SHUTDOWN,
+       MT_HOT };
 
 struct outmsg {
 	struct outmsg *next;
@@ -170,9 +154,43 @@ struct wdslot {
 	char what[240];
 };
 
-typedef struct mfs {
+typedef struct mfs mfs_t;
+
+/* ------------------------------------------------------------------ */
+/* backends: one per mode, behind this table (be_*.c)                  */
+/* ------------------------------------------------------------------ */
+
+struct mfs_backend {
+	const char *name;
+	int distributed;  /* 0: no distributed copies, every open reads the source */
+	/* mpifuse_start: reject options this backend does not have (0 ok) */
+	int (*check_opts)(mfs_t *m, const char *mode, char *err, size_t errlen);
+	/* the backend's configuration as JSON members ("k":v,) for the stats */
+	void (*describe)(mfs_t *m, char *buf, size_t len);
+	void (*conn_init)(mfs_t *m, struct fuse_conn_info *conn);
+	/* MPI thread, in the coordinator's order on every rank: set up (may be
+	 * collective) / tear down the collective part; free_priv with the last
+	 * reference */
+	void (*create)(mfs_t *m, struct fentry *e);
+	void (*destroy)(mfs_t *m, struct fentry *e);
+	void (*free_priv)(mfs_t *m, struct fentry *e);
+	/* a control message about this entry (MT_READY) */
+	void (*on_message)(mfs_t *m, struct fentry *e, const struct msg_hdr *h);
+	/* FUSE side: after the coordinator answered the open (held_id: see
+	 * struct pend); the last call of a handle; a read within [0, size) */
+	int (*open)(mfs_t *m, struct fentry *e, uint64_t held_id);
+	void (*release)(mfs_t *m, struct fentry *e);
+	int (*read)(mfs_t *m, struct fentry *e, char *buf, size_t size, uint64_t off);
+	/* osr family: this rank's own part has been read into the window */
+	void (*loaded)(mfs_t *m, struct fentry *e);
+};
+
+extern const struct mfs_backend mfs_backend_osr, mfs_backend_refined, mfs_backend_bcast, mfs_backend_pass;
+
+struct mfs {
 	int handle;
 	enum mfs_mode mode;
+	const struct mfs_backend *be;
 	struct mfs_opts o;
 	char source[PATH_MAX];
 	char mountpoint[PATH_MAX];
@@ -199,6 +217,7 @@ typedef struct mfs {
 	pthread_mutex_t out_mu;
 	pthread_cond_t out_cv;
 	uint64_t last_msg_ns;
+	_Atomic uint64_t hot_until_ns; /* a peer reads our window: poll fast */
 	struct outmsg *out_head, *out_tail;
 	struct outmsg *sending;
 
@@ -210,16 +229,17 @@ typedef struct mfs {
 
 	/* local file table (all ranks) */
 	pthread_mutex_t tab_mu;
+	pthread_cond_t tab_cv;    /* signalled when an entry's memory is freed */
 	struct fentry *entries;
-	struct fentry *zombies;   /* bcast entries freed while streaming */
-	atomic_int live;
+	atomic_int live;          /* entries in the table */
+	int nalloc;               /* entries not yet freed (tab_mu) */
 
 	/* coordinator */
 	struct centry *centries;
 	uint64_t next_id;
 	int stop_ready;
 
-	/* loader */
+	/* loader (osr family) */
 	pthread_t load_thr;
 	int load_started;
 	pthread_mutex_t load_mu;
@@ -234,7 +254,66 @@ typedef struct mfs {
 	struct wdslot wd[WD_SLOTS];
 
 	struct mfs_stats st;
-} mfs_t;
+};
+
+/* proto.c: helpers */
+void mfs_fatal(mfs_t *m, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+void mfs_vlog(mfs_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int mfs_wd_begin(mfs_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mfs_wd_end(mfs_t *m, int i);
+void *mfs_wd_thread(void *arg);
+int mfs_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
+void mfs_abstime_in(struct timespec *ts, double sec);
+int mfs_cv_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double sec);
+int mfs_mbuf_alloc(mfs_t *m, struct mbuf *b, size_t len);
+void mfs_mbuf_free(struct mbuf *b);
+int mfs_pread_full(mfs_t *m, int fd, char *dst, uint64_t len, uint64_t off, atomic_int *cancel);
+int mfs_mpi_test(mfs_t *m, MPI_Request *r);
+void mfs_owner_range(struct fentry *e, int r, uint64_t *off, uint64_t *len);
+/* proto.c: messages, file table, coordinator, MPI thread */
+void mfs_send_msg(mfs_t *m, int dest, int type, uint64_t id, uint64_t req, uint64_t size, int64_t mtime,
+		  int status, const char *path);
+struct fentry *mfs_tab_get(mfs_t *m, uint64_t id);     /* with a reference, or NULL */
+void mfs_entry_get(struct fentry *e);
+void mfs_entry_put(mfs_t *m, struct fentry *e);
+int mfs_pend_claim(mfs_t *m, const char *path, uint64_t id);
+int mfs_acquire(mfs_t *m, const char *path, struct stat *st, struct fentry **out);
+void mfs_release(mfs_t *m, struct fentry *e);
+void *mfs_mpi_thread(void *arg);
+
+/* window.c: the MPI window and loader shared by osr and osr-refined. The
+ * backends' per-entry state starts with a struct win_part. */
+struct win_part {
+	MPI_Win win;
+	int have_win;
+	char *base;            /* window memory                                  */
+	struct mbuf wbuf;      /* when the window memory is file backed          */
+	uint64_t load_at;      /* where the own part goes in the window          */
+	unsigned char *ready;  /* per rank: 0 loading, 1 ok, 2 error (rmu)       */
+	int loaded;            /* own part: 0 loading, 1 ok, 2 error (rmu)       */
+	int loading;           /* loader job queued or running (rmu)             */
+	atomic_int cancel;
+	struct fentry *lnext;  /* loader queue link                              */
+};
+#define WIN(e) ((struct win_part *)(e)->be)
+void mfs_win_create(mfs_t *m, struct fentry *e, uint64_t len, uint64_t load_at);
+void mfs_win_load(mfs_t *m, struct fentry *e);
+void mfs_win_destroy(mfs_t *m, struct fentry *e);
+void mfs_win_free_mem(struct fentry *e);
+void mfs_win_on_message(mfs_t *m, struct fentry *e, const struct msg_hdr *h);
+int mfs_win_open(mfs_t *m, struct fentry *e, uint64_t held_id);
+int mfs_win_wait_ready(mfs_t *m, struct fentry *e, int r);
+void mfs_win_get(mfs_t *m, struct fentry *e, char *dst, uint64_t len, int target, uint64_t disp);
+void *mfs_load_thread(void *arg);
+int mfs_check_no_meta(mfs_t *m, const char *mode, char *err, size_t errlen);
+
+/* be_pass.c: reading the source directly (passthrough, and non-regular
+ * files in every mode) */
+int mfs_pass_read(mfs_t *m, int fd, char *buf, size_t size, off_t off);
+int mfs_pass_read_buf(mfs_t *m, int fd, off_t fsize, struct fuse_bufvec **bufp, size_t size, off_t off);
+
+#define MLOCK(m) do { if ((m)->serialized) pthread_mutex_lock(&(m)->mpi_mu); } while (0)
+#define MUNLOCK(m) do { if ((m)->serialized) pthread_mutex_unlock(&(m)->mpi_mu); } while (0)
 
 /* util.c */
 uint64_t mfs_now_ns(void);
@@ -243,6 +322,8 @@ int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errle
 void mfs_default_opts(struct mfs_opts *o);
 int mfs_parse_mode(const char *s, enum mfs_mode *m);
 const char *mfs_mode_name(enum mfs_mode m);
+const struct mfs_backend *mfs_mode_backend(enum mfs_mode m);
+const char *mfs_level_name(int l);
 int mfs_stats_to_json(mfs_t *m, char *buf, size_t len);
 void mfs_stats_zero(struct mfs_stats *s);
 

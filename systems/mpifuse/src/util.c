@@ -219,6 +219,26 @@ int mfs_parse_mode(const char *s, enum mfs_mode *m)
 	return 0;
 }
 
+const struct mfs_backend *mfs_mode_backend(enum mfs_mode m)
+{
+	switch (m) {
+	case M_OSR: return &mfs_backend_osr;
+	case M_REFINED: return &mfs_backend_refined;
+	case M_BCAST: return &mfs_backend_bcast;
+	case M_PASS: return &mfs_backend_pass;
+	}
+	return NULL;
+}
+
+/* meta_buffer is an option of the osr backend only */
+int mfs_check_no_meta(mfs_t *m, const char *mode, char *err, size_t errlen)
+{
+	if (m->o.meta_buffer)
+		return 0;
+	snprintf(err, errlen, "meta_buffer=off is an osr option (mode %s has no metadata buffer)", mode);
+	return -1;
+}
+
 const char *mfs_mode_name(enum mfs_mode m)
 {
 	switch (m) {
@@ -283,7 +303,6 @@ static const char *level_name(int l)
 	return "?";
 }
 
-const char *mfs_level_name(int l);
 const char *mfs_level_name(int l) { return level_name(l); }
 
 int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
@@ -302,12 +321,10 @@ int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
 	jp(&j, "\"global_mpi_lock\":%s,", m->serialized ? "true" : "false");
 	jp(&j, "\"fuse_threads\":%s,", m->o.threads ? "true" : "false");
 	jp(&j, "\"max_read\":%zu,", m->o.max_read);
-	if (m->mode == M_OSR)
-		jp(&j, "\"meta_buffer\":%s,", m->o.meta_buffer ? "true" : "false");
-	if (m->mode == M_BCAST) {
-		jp(&j, "\"bcast_block\":%llu,\"bcast_depth\":%d,", (unsigned long long)m->o.block, m->o.bcast_depth);
-		jp(&j, "\"bcast_on_demand\":%s,", m->o.bcast_on_demand ? "true" : "false");
-		jstr(&j, "bcast_sync", m->o.bcast_on_demand && m->o.bcast_sync > 0 ? "barrier" : "none");
+	if (m->be && m->be->describe) { /* the mode's own configuration */
+		char d[512];
+		m->be->describe(m, d, sizeof(d));
+		jp(&j, "%s", d);
 	}
 	jp(&j, "\"since_reset_s\":%.6f,", (double)(mfs_now_ns() - atomic_load(&s->reset_ns)) / 1e9);
 	U("bytes_read_source", bytes_read_source);

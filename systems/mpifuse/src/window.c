@@ -1,0 +1,234 @@
+/*
+ * The one-sided window shared by the osr backends (osr, osr-refined): each
+ * rank's part of a file is read from the source by the loader thread into
+ * an MPI window (MPI_Win_allocate, or MPI_Win_create over a spool file above
+ * mem_cap), every rank announces READY per part, and readers fetch other
+ * ranks' parts with MPI_Get + MPI_Win_flush (passive target, lock_all).
+ *
+ * The backends' per-entry state starts with a struct win_part; how large the
+ * window is and where the own part goes in it is theirs (osr: the whole file,
+ * at its offset; osr-refined: the own part only).
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void mfs_win_create(mfs_t *m, struct fentry *e, uint64_t len, uint64_t load_at)
+{
+	struct win_part *w = WIN(e);
+	w->load_at = load_at;
+	w->ready = calloc((size_t)m->nranks, 1);
+	if (!w->ready)
+		mfs_fatal(m, "out of memory");
+	int wd = mfs_wd_begin(m, "window creation for %s (id %llu)", e->path, (unsigned long long)e->id);
+	MPI_Info info;
+	MLOCK(m);
+	MPI_Info_create(&info);
+	MPI_Info_set(info, "accumulate_ordering", "none");
+	if (m->o.mem_cap && len > m->o.mem_cap) {
+		int rc = mfs_mbuf_alloc(m, &w->wbuf, len);
+		if (rc)
+			mfs_fatal(m, "cannot allocate a file backed window of %llu bytes in %s: %s",
+				  (unsigned long long)len, m->o.spool, strerror(-rc));
+		w->base = w->wbuf.p;
+		MPI_Win_create(w->base, (MPI_Aint)len, 1, info, m->coll, &w->win);
+	} else {
+		MPI_Win_allocate((MPI_Aint)len, 1, info, m->coll, &w->base, &w->win);
+	}
+	MPI_Info_free(&info);
+	MPI_Win_set_errhandler(w->win, MPI_ERRORS_ARE_FATAL);
+	MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win);
+	MUNLOCK(m);
+	mfs_wd_end(m, wd);
+	w->have_win = 1;
+}
+
+/* queue the load of this rank's part (called by the backend's create once
+ * the window exists); the loader holds a reference while the job runs */
+void mfs_win_load(mfs_t *m, struct fentry *e)
+{
+	struct win_part *w = WIN(e);
+	w->loading = 1;
+	mfs_entry_get(e);
+	pthread_mutex_lock(&m->load_mu);
+	w->lnext = NULL;
+	if (m->lq_tail)
+		WIN(m->lq_tail)->lnext = e;
+	else
+		m->lq_head = e;
+	m->lq_tail = e;
+	pthread_cond_signal(&m->load_cv);
+	pthread_mutex_unlock(&m->load_mu);
+}
+
+/* MPI thread, coordinator order: stop the loader, then the collective free */
+void mfs_win_destroy(mfs_t *m, struct fentry *e)
+{
+	struct win_part *w = WIN(e);
+	atomic_store(&w->cancel, 1);
+	pthread_mutex_lock(&e->rmu);
+	uint64_t t0 = mfs_now_ns();
+	while (w->loading) {
+		mfs_cv_wait(&e->rcv, &e->rmu, 1.0);
+		if ((double)(mfs_now_ns() - t0) / 1e9 > m->o.timeout)
+			mfs_fatal(m, "timeout waiting for the loader of %s to stop", e->path);
+	}
+	pthread_mutex_unlock(&e->rmu);
+	if (w->have_win) {
+		int wd = mfs_wd_begin(m, "MPI_Win_free for %s (id %llu)", e->path, (unsigned long long)e->id);
+		MLOCK(m);
+		MPI_Win_unlock_all(w->win);
+		MPI_Win_free(&w->win);
+		MUNLOCK(m);
+		mfs_wd_end(m, wd);
+		w->have_win = 0;
+	}
+}
+
+void mfs_win_free_mem(struct fentry *e)
+{
+	struct win_part *w = WIN(e);
+	mfs_mbuf_free(&w->wbuf);
+	free(w->ready);
+}
+
+static int load_part(mfs_t *m, struct fentry *e)
+{
+	struct win_part *w = WIN(e);
+	int rc = 0;
+	if (e->my_len > 0) {
+		int fd = openat(m->srcfd, e->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			rc = -errno;
+		} else {
+			rc = mfs_pread_full(m, fd, w->base + w->load_at, e->my_len, e->my_off, &w->cancel);
+			close(fd);
+		}
+		if (rc && rc != -ECANCELED)
+			fprintf(stderr, "mpifuse: rank %d: reading part [%llu,+%llu) of %s from the source failed: %s\n",
+				m->rank, (unsigned long long)e->my_off, (unsigned long long)e->my_len, e->path,
+				strerror(-rc));
+	}
+	if (rc == 0 && m->be->loaded)
+		m->be->loaded(m, e);
+	if (rc == 0 && w->have_win) {
+		MLOCK(m);
+		MPI_Win_sync(w->win);
+		MUNLOCK(m);
+	}
+	return rc;
+}
+
+void *mfs_load_thread(void *arg)
+{
+	mfs_t *m = arg;
+	pthread_mutex_lock(&m->load_mu);
+	for (;;) {
+		while (!m->lq_head && !m->load_stop)
+			pthread_cond_wait(&m->load_cv, &m->load_mu);
+		if (!m->lq_head && m->load_stop)
+			break;
+		struct fentry *e = m->lq_head;
+		struct win_part *w = WIN(e);
+		m->lq_head = w->lnext;
+		if (!m->lq_head)
+			m->lq_tail = NULL;
+		pthread_mutex_unlock(&m->load_mu);
+
+		int rc = load_part(m, e);
+		int st = rc == 0 ? 1 : 2;
+		pthread_mutex_lock(&e->rmu);
+		w->loaded = st;
+		w->ready[m->rank] = (unsigned char)st;
+		w->loading = 0;
+		pthread_cond_broadcast(&e->rcv);
+		pthread_mutex_unlock(&e->rmu);
+		if (rc != -ECANCELED && e->my_len > 0)
+			for (int r = 0; r < m->nranks; r++)
+				if (r != m->rank)
+					mfs_send_msg(m, r, MT_READY, e->id, 0, 0, 0, st, NULL);
+		mfs_entry_put(m, e);
+		pthread_mutex_lock(&m->load_mu);
+	}
+	pthread_mutex_unlock(&m->load_mu);
+	return NULL;
+}
+
+/* MT_READY: rank h->src has loaded its part (or failed to) */
+void mfs_win_on_message(mfs_t *m, struct fentry *e, const struct msg_hdr *h)
+{
+	(void)m;
+	struct win_part *w = WIN(e);
+	if (h->type != MT_READY || !w->ready)
+		return;
+	pthread_mutex_lock(&e->rmu);
+	w->ready[h->src] = (unsigned char)h->status;
+	pthread_cond_broadcast(&e->rcv);
+	pthread_mutex_unlock(&e->rmu);
+}
+
+/* the paper's open returns after this rank's part was read */
+int mfs_win_open(mfs_t *m, struct fentry *e, uint64_t held_id)
+{
+	(void)held_id;
+	struct win_part *w = WIN(e);
+	int rc = 0;
+	pthread_mutex_lock(&e->rmu);
+	uint64_t t0 = mfs_now_ns();
+	while (w->loaded == 0) {
+		mfs_cv_wait(&e->rcv, &e->rmu, 0.5);
+		if (w->loaded == 0 && (double)(mfs_now_ns() - t0) / 1e9 > m->o.timeout)
+			mfs_fatal(m, "timeout after %.0f s waiting for this rank's part of %s to load", m->o.timeout,
+				  e->path);
+	}
+	if (w->loaded != 1)
+		rc = -EIO;
+	pthread_mutex_unlock(&e->rmu);
+	return rc;
+}
+
+int mfs_win_wait_ready(mfs_t *m, struct fentry *e, int r)
+{
+	struct win_part *w = WIN(e);
+	pthread_mutex_lock(&e->rmu);
+	int st = w->ready[r];
+	if (st == 0) {
+		uint64_t t0 = mfs_now_ns();
+		while ((st = w->ready[r]) == 0) {
+			mfs_cv_wait(&e->rcv, &e->rmu, 0.5);
+			if (w->ready[r] == 0 && (double)(mfs_now_ns() - t0) / 1e9 > m->o.timeout)
+				mfs_fatal(m, "timeout after %.0f s waiting for rank %d to load its part of %s",
+					  m->o.timeout, r, e->path);
+		}
+		SADD(m, read_wait_ns, mfs_now_ns() - t0);
+	}
+	pthread_mutex_unlock(&e->rmu);
+	return st == 1 ? 0 : -EIO;
+}
+
+/* MPI_Get + MPI_Win_flush of [disp, disp+len) of target's window into dst */
+void mfs_win_get(mfs_t *m, struct fentry *e, char *dst, uint64_t len, int target, uint64_t disp)
+{
+	struct win_part *w = WIN(e);
+	while (len > 0) {
+		uint64_t n = len > (1ull << 30) ? (1ull << 30) : len;
+		int wd = mfs_wd_begin(m, "MPI_Get of %llu bytes of %s from rank %d", (unsigned long long)n, e->path,
+				      target);
+		uint64_t t0 = mfs_now_ns();
+		MLOCK(m);
+		MPI_Get(dst, (int)n, MPI_BYTE, target, (MPI_Aint)disp, (int)n, MPI_BYTE, w->win);
+		MPI_Win_flush(target, w->win);
+		MUNLOCK(m);
+		SADD(m, get_ns, mfs_now_ns() - t0);
+		mfs_wd_end(m, wd);
+		SADD(m, get_calls, 1);
+		SADD(m, get_bytes, n);
+		dst += n;
+		disp += n;
+		len -= n;
+	}
+}
