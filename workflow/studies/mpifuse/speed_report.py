@@ -98,8 +98,8 @@ def throughput(rec: dict) -> pd.DataFrame:
                 s = pd.Series(ratios)
                 row.update(ratio_min=s.min(), ratio_median=s.median(), ratio_max=s.max(), pairs=len(ratios),
                            time_vs_native=1 / s.median() - 1)
-            if tool == "dd":  # the same pairs by dd's own elapsed time (no process start)
-                dt = df[(df.metric == "dd_time") & (df.nodes == 1) & (df.tool == "dd")]
+            dt = df[(df.metric == "dd_time") & (df.nodes == 1) & (df.tool == "dd")]
+            if tool == "dd" and len(dt):  # the same pairs by dd's own elapsed time (no process start)
                 dt = dt[[(x, "dd", int(r)) not in failed for x, r in zip(dt.variant, dt.rep)]]
                 nd = {int(r): x for r, x, var in zip(dt.rep, dt.value, dt.variant) if var == "native"}
                 own = [nd[int(r)] / x for r, x in zip(dt[dt.variant == v].rep, dt[dt.variant == v].value)
