@@ -220,6 +220,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		return 0;
 	}
 	SADD(m, open_calls, 1);
+	mfs_mark_first_open(m);
 	const char *r = rel(path);
 	int fd = openat(m->srcfd, r, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -400,6 +401,8 @@ static void *fuse_thread(void *arg)
 		rc = fuse_loop(m->fuse);
 	}
 	mfs_vlog(m, "FUSE loop ended (%d)", rc);
+	atomic_store(&m->cpu_unmount_ns, mfs_process_cpu_ns());
+	atomic_store(&m->unmount_ns, mfs_now_ns());
 	atomic_store(&m->fuse_ended, 1);
 	atomic_store(&m->should_stop, 1);
 	return NULL;
@@ -626,6 +629,8 @@ int mpifuse_start(MPI_Comm comm, const char *mode, const char *source, const cha
 			mfs_fatal(m, "cannot create the FUSE thread");
 		m->fuse_started = 1;
 		set_readahead(m);
+		m->cpu_mount_ns = mfs_process_cpu_ns();
+		m->mount_ns = mfs_now_ns();
 	}
 	/* register */
 	pthread_mutex_lock(&g_hmu);

@@ -65,6 +65,7 @@ struct mfs_stats {
 	_Atomic uint64_t bcast_demand_bytes; /* sum over files of the furthest byte asked for */
 	_Atomic uint64_t cache_hits, cache_misses, cache_evictions;
 	_Atomic uint64_t files_created, files_freed;
+	_Atomic uint64_t stream_cpu_ns; /* CPU time of finished bcast stream threads */
 	_Atomic uint64_t reset_ns;
 };
 
@@ -254,6 +255,13 @@ struct mfs {
 	struct wdslot wd[WD_SLOTS];
 
 	struct mfs_stats st;
+
+	/* CPU time of this process (getrusage: all threads, the application's
+	 * too in library mode) at mount, at the first open of a file and when
+	 * the FUSE loop ended (unmount); 0 = not yet. Never reset. */
+	uint64_t mount_ns, cpu_mount_ns;
+	_Atomic uint64_t first_open_ns, cpu_first_open_ns;
+	_Atomic uint64_t unmount_ns, cpu_unmount_ns;
 };
 
 /* proto.c: helpers */
@@ -280,6 +288,9 @@ int mfs_pend_claim(mfs_t *m, const char *path, uint64_t id);
 int mfs_acquire(mfs_t *m, const char *path, struct stat *st, struct fentry **out);
 void mfs_release(mfs_t *m, struct fentry *e);
 void *mfs_mpi_thread(void *arg);
+uint64_t mfs_process_cpu_ns(void);
+uint64_t mfs_thread_cpu_ns(pthread_t t);
+void mfs_mark_first_open(mfs_t *m);
 
 /* window.c: the MPI window and loader shared by osr and osr-refined. The
  * backends' per-entry state starts with a struct win_part. */
@@ -294,6 +305,7 @@ struct win_part {
 	int loading;           /* loader job queued or running (rmu)             */
 	atomic_int cancel;
 	struct fentry *lnext;  /* loader queue link                              */
+	_Atomic uint64_t *hot_sent; /* per rank: when MT_HOT was last sent to it  */
 };
 #define WIN(e) ((struct win_part *)(e)->be)
 void mfs_win_create(mfs_t *m, struct fentry *e, uint64_t len, uint64_t load_at);
@@ -304,6 +316,7 @@ void mfs_win_on_message(mfs_t *m, struct fentry *e, const struct msg_hdr *h);
 int mfs_win_open(mfs_t *m, struct fentry *e, uint64_t held_id);
 int mfs_win_wait_ready(mfs_t *m, struct fentry *e, int r);
 void mfs_win_get(mfs_t *m, struct fentry *e, char *dst, uint64_t len, int target, uint64_t disp);
+void mfs_win_hot(mfs_t *m, struct fentry *e, int target);
 void *mfs_load_thread(void *arg);
 int mfs_check_no_meta(mfs_t *m, const char *mode, char *err, size_t errlen);
 

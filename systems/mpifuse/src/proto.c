@@ -695,6 +695,7 @@ void *mfs_mpi_thread(void *arg)
 {
 	mfs_t *m = arg;
 	char *rbuf = malloc(MAX_MSG);
+	unsigned us = m->o.poll_us; /* current sleep between polls when idle */
 	while (!atomic_load(&m->final_done)) {
 		int did = flush_outbox(m);
 		while (poll_one(m, rbuf))
@@ -705,14 +706,20 @@ void *mfs_mpi_thread(void *arg)
 		    (double)(mfs_now_ns() - m->stopping_since) / 1e9 > m->o.timeout)
 			mfs_fatal(m, "timeout after %.0f s waiting for all ranks to stop%s", m->o.timeout,
 				  m->rank == 0 ? "" : " (no FINAL from rank 0)");
-		if (!did) {
-			/* Fast polling (passive-target progress for remote MPI_Get over
-			 * TCP) while windows exist or messages flow; slow otherwise. A
-			 * message queued locally wakes this thread at once. */
-			unsigned us = m->o.idle_poll_us;
-			if (m->nranks > 1 && (atomic_load(&m->live) > 0 || atomic_load(&m->stopping) ||
-					      mfs_now_ns() - m->last_msg_ns < 200000000ull))
+		if (did) {
+			us = m->o.poll_us;
+		} else {
+			/* Fast polling (poll_us) while messages flow, while a peer
+			 * announced MPI_Gets from our window (MT_HOT: passive-target
+			 * progress over TCP) and while stopping; otherwise the sleep
+			 * doubles up to idle_poll_us. A message queued locally wakes
+			 * this thread at once. */
+			uint64_t now = mfs_now_ns();
+			if (m->nranks > 1 && (atomic_load(&m->stopping) || now - m->last_msg_ns < 200000000ull ||
+					      now < atomic_load(&m->hot_until_ns)))
 				us = m->o.poll_us;
+			else if (us < m->o.idle_poll_us)
+				us = us * 2 < m->o.idle_poll_us ? us * 2 : m->o.idle_poll_us;
 			pthread_mutex_lock(&m->out_mu);
 			if (!m->out_head && !m->sending)
 				mfs_cv_wait(&m->out_cv, &m->out_mu, us / 1e6);

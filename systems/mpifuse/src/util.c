@@ -6,7 +6,36 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+
+uint64_t mfs_process_cpu_ns(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+}
+
+uint64_t mfs_thread_cpu_ns(pthread_t t)
+{
+	clockid_t c;
+	struct timespec ts;
+	if (pthread_getcpuclockid(t, &c) != 0 || clock_gettime(c, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* the first open of a file (not the stats files) on this rank */
+void mfs_mark_first_open(mfs_t *m)
+{
+	if (atomic_load(&m->first_open_ns))
+		return;
+	uint64_t cpu = mfs_process_cpu_ns(), now = mfs_now_ns(), zero = 0;
+	if (atomic_compare_exchange_strong(&m->first_open_ns, &zero, now))
+		atomic_store(&m->cpu_first_open_ns, cpu);
+}
 
 uint64_t mfs_now_ns(void)
 {
@@ -352,6 +381,32 @@ int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
 	U("cache_evictions", cache_evictions);
 	U("files_created", files_created);
 	U("files_freed", files_freed);
+	T("bcast_stream_cpu_s", stream_cpu_ns);
+	/* CPU burnt by this rank: process (all threads) and the MPI thread, now
+	 * and at mount / first open / unmount (keys appear once known); the
+	 * idle share = CPU seconds per wall second from mount to the first open
+	 * (or to now while nothing was opened) */
+	{
+		uint64_t now = mfs_now_ns(), cpu = mfs_process_cpu_ns();
+		uint64_t fo = atomic_load(&m->first_open_ns), um = atomic_load(&m->unmount_ns);
+		jp(&j, "\"cpu_process_s\":%.6f,", (double)cpu / 1e9);
+		if (m->mpi_started)
+			jp(&j, "\"cpu_mpi_thread_s\":%.6f,", (double)mfs_thread_cpu_ns(m->mpi_thr) / 1e9);
+		if (m->mount_ns) {
+			jp(&j, "\"cpu_at_mount_s\":%.6f,", (double)m->cpu_mount_ns / 1e9);
+			uint64_t t1 = fo ? fo : now, c1 = fo ? atomic_load(&m->cpu_first_open_ns) : cpu;
+			if (t1 > m->mount_ns)
+				jp(&j, "\"idle_cpu_fraction\":%.6f,\"idle_wall_s\":%.6f,",
+				   (double)(c1 - m->cpu_mount_ns) / (double)(t1 - m->mount_ns),
+				   (double)(t1 - m->mount_ns) / 1e9);
+		}
+		if (fo)
+			jp(&j, "\"cpu_at_first_open_s\":%.6f,\"wall_mount_to_first_open_s\":%.6f,",
+			   (double)atomic_load(&m->cpu_first_open_ns) / 1e9, (double)(fo - m->mount_ns) / 1e9);
+		if (um)
+			jp(&j, "\"cpu_at_unmount_s\":%.6f,\"wall_mount_to_unmount_s\":%.6f,",
+			   (double)atomic_load(&m->cpu_unmount_ns) / 1e9, (double)(um - m->mount_ns) / 1e9);
+	}
 	jp(&j, "\"files_live\":%d}", atomic_load(&m->live));
 	if (j.overflow)
 		return -ENOSPC;

@@ -22,7 +22,8 @@ void mfs_win_create(mfs_t *m, struct fentry *e, uint64_t len, uint64_t load_at)
 	struct win_part *w = WIN(e);
 	w->load_at = load_at;
 	w->ready = calloc((size_t)m->nranks, 1);
-	if (!w->ready)
+	w->hot_sent = calloc((size_t)m->nranks, sizeof(*w->hot_sent));
+	if (!w->ready || !w->hot_sent)
 		mfs_fatal(m, "out of memory");
 	int wd = mfs_wd_begin(m, "window creation for %s (id %llu)", e->path, (unsigned long long)e->id);
 	MPI_Info info;
@@ -94,6 +95,7 @@ void mfs_win_free_mem(struct fentry *e)
 	struct win_part *w = WIN(e);
 	mfs_mbuf_free(&w->wbuf);
 	free(w->ready);
+	free(w->hot_sent);
 }
 
 static int load_part(mfs_t *m, struct fentry *e)
@@ -188,6 +190,13 @@ int mfs_win_open(mfs_t *m, struct fentry *e, uint64_t held_id)
 	if (w->loaded != 1)
 		rc = -EIO;
 	pthread_mutex_unlock(&e->rmu);
+	if (rc == 0) /* reads will follow: wake the owners' progress */
+		for (int r = 0; r < m->nranks; r++) {
+			uint64_t o, l;
+			mfs_owner_range(e, r, &o, &l);
+			if (r != m->rank && l > 0)
+				mfs_win_hot(m, e, r);
+		}
 	return rc;
 }
 
@@ -210,10 +219,27 @@ int mfs_win_wait_ready(mfs_t *m, struct fentry *e, int r)
 	return st == 1 ? 0 : -EIO;
 }
 
+/* Over a transport without RDMA (UCX over TCP) a remote MPI_Get progresses
+ * only while the target's MPI thread polls, which it does slowly when it
+ * sees no traffic of its own. So a reader tells the target (MT_HOT, at most
+ * every HOT_RESEND_NS per target) that gets are coming: the target polls
+ * fast for the next HOT_NS (proto.c). */
+#define HOT_RESEND_NS 100000000ull
+void mfs_win_hot(mfs_t *m, struct fentry *e, int target)
+{
+	struct win_part *w = WIN(e);
+	uint64_t now = mfs_now_ns(), last = atomic_load(&w->hot_sent[target]);
+	if (now - last < HOT_RESEND_NS)
+		return;
+	if (atomic_compare_exchange_strong(&w->hot_sent[target], &last, now))
+		mfs_send_msg(m, target, MT_HOT, e->id, 0, 0, 0, 0, NULL);
+}
+
 /* MPI_Get + MPI_Win_flush of [disp, disp+len) of target's window into dst */
 void mfs_win_get(mfs_t *m, struct fentry *e, char *dst, uint64_t len, int target, uint64_t disp)
 {
 	struct win_part *w = WIN(e);
+	mfs_win_hot(m, e, target);
 	while (len > 0) {
 		uint64_t n = len > (1ull << 30) ? (1ull << 30) : len;
 		int wd = mfs_wd_begin(m, "MPI_Get of %llu bytes of %s from rank %d", (unsigned long long)n, e->path,
