@@ -42,6 +42,7 @@ DD_RE = re.compile(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s,", re.M)
 # speed.variants -> (mode: an mpifuse mode, "kpassthrough" or None for native)
 MODES = {"native": None, "passthrough": "passthrough", "passthrough-threads": "passthrough",
          "osr": "osr", "osr-refined": "osr-refined", "kpassthrough": kpt.VARIANT}
+SETTLE_S = 1.0  # before a multi-rank stop, after the last read (not timed)
 # what the idle window mounts besides them: the broadcast file system (its stream thread)
 IDLE_EXTRA = ("bcast",)
 
@@ -233,8 +234,13 @@ def main() -> int:
                     ok = r.stdout.split()[0] == info["sha"]
                     got = {"time": t, "ok": ok, "src_bytes": fs.stats()["bytes_read_source"] if fs
                            else r.io.get("rchar", 0)}
-                    if fs:
-                        fs.stop()
+                mb.idle_barrier(world)
+                if fs:
+                    # the kernel's RELEASE of the reader's file is asynchronous: give it time to reach
+                    # the file system before the collective stop (stopping first made libmpifuse free
+                    # the file with a local open and hang in its final barrier at load ~10, n >= 2)
+                    time.sleep(SETTLE_S)
+                    fs.stop()
                 mb.idle_barrier(world)
                 allv = [g for g in world.allgather(got) if g]
                 if not all(g["ok"] for g in allv):
