@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -124,13 +125,21 @@ def _models(path: Path) -> dict:
 
 # ------------------------------------------------------------------ serve
 # ------------------------------------------------------------------ placement (n+1)
-def slurm_nodes() -> list[str]:
-    """The job's nodes as Slurm names them (`scontrol show hostnames`), [] outside a Slurm job."""
-    nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
-    if not nodelist or not shutil.which("srun"):
-        return []
-    out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, check=True)
-    return out.stdout.split()
+def slurm_job() -> tuple[list[str], str]:
+    """(nodes as Slurm names them, CPUs per node) of the Slurm job this runs in; ([], "") outside one.
+    Snakemake's jobstep plugin strips SLURM_JOB_NODELIST and SLURM_CPUS_ON_NODE from the job's
+    environment (it keeps SLURM_JOB_ID), so both come from `scontrol show job`."""
+    jobid = os.environ.get("SLURM_JOB_ID")
+    if not jobid or not shutil.which("srun"):
+        return [], ""
+    out = subprocess.run(["scontrol", "show", "job", "-o", jobid], capture_output=True, text=True, check=True)
+    fields = dict(re.findall(r"(\w+)=(\S*)", out.stdout))
+    nodelist = os.environ.get("SLURM_JOB_NODELIST") or fields.get("NodeList", "")
+    nodes = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True,
+                           check=True).stdout.split() if nodelist else []
+    ncpus = int(re.match(r"\d*", fields.get("NumCPUs", "")).group() or 0)
+    cpus = os.environ.get("SLURM_CPUS_ON_NODE") or (str(ncpus // len(nodes)) if nodes and ncpus else "")
+    return nodes, cpus
 
 
 def placement(nodes: list[str], here: str = "", cpus: str = "") -> dict:
@@ -216,19 +225,23 @@ def wait_ready(proc: subprocess.Popen, ready: Path, timeout: float, log: Path) -
 
 
 def stop_server(proc: subprocess.Popen, workdir: Path, pl: dict, server_exec: list[str] = (), grace: float = 60) -> str:
-    """Always: SIGTERM to the server step (srun forwards it to servers.py, which stops the server's
-    process group), KILL after `grace`; if the server's pid file is still there, `servers.py stop` on
-    the server node. Returns what happened (for the log)."""
+    """Always: SIGUSR1 to the server step (srun forwards it to servers.py, which stops the server's
+    process group and exits; srun's own SIGTERM would cancel the step with SIGKILL), SIGTERM then
+    SIGKILL if it is still there; if the server's pid file is left, `servers.py stop` on the server
+    node. Locally servers.py gets SIGTERM. Returns what happened (for the log and the record)."""
     what = []
     if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace)
-            what.append(f"server step stopped (exit {proc.returncode})")
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            what.append(f"server step killed after {grace:.0f} s")
+        for sig, wait in ((signal.SIGUSR1 if pl["launcher"] == "slurm" else signal.SIGTERM, grace),
+                          (signal.SIGTERM, 20), (signal.SIGKILL, 20)):
+            try:
+                os.killpg(proc.pid, sig) if sig == signal.SIGKILL else proc.send_signal(sig)
+                proc.wait(timeout=wait)
+                what.append(f"server step stopped by {signal.Signals(sig).name} (exit {proc.returncode})")
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:
+            what.append("server step still there after SIGKILL")
     else:
         what.append(f"server step had exited ({proc.returncode})")
     if (workdir / "server.pid").exists():
@@ -295,7 +308,8 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
         shutil.rmtree(work)
     work.mkdir(parents=True)
     ready, server_log = work / "server.json", out / "server-step.log"
-    pl = placement(slurm_nodes(), os.environ.get("SLURMD_NODENAME", ""), os.environ.get("SLURM_CPUS_ON_NODE", ""))
+    nodes, cpus = slurm_job()
+    pl = placement(nodes, os.environ.get("SLURMD_NODENAME", ""), cpus)
     tag = f"-{os.environ.get('SLURM_JOB_ID', os.getpid())}"
     n_users = layout.users(cfg)
     per_run = cfg["run_time_s"] + cfg["locust"]["stop_timeout_s"] + 60
@@ -322,7 +336,8 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
         rc, text = 1, f"the server did not come up: {err}"
         _progress(text[:3000])
     finally:
-        _progress(stop_server(proc, work / "server", pl, server_exec))
+        stopped = stop_server(proc, work / "server", pl, server_exec)
+        _progress(stopped)
         _keep_server_logs(work, out / "server-logs")
         shutil.rmtree(work, ignore_errors=True)
     _progress(f"server up to Locust done: {time.time() - t0:.0f} s, exit {rc}")
@@ -337,7 +352,7 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
         rec["extra"] = {"locust_dir": str(run_dir), "kind": layout.kind_of(cfg, server), "weights": weights,
                         "tokenizer": models["specs"][model].get("tokenizer"), "spec": models["specs"][model],
                         **_where(info, gen), "placement": pl, "server_url": info.get("url", ""),
-                        "server_command": cmd, "driver_command": dcmd}
+                        "server_command": cmd, "driver_command": dcmd, "server_stop": stopped}
         if not (run_dir / "locust_stats.csv").exists():
             what = "timed out" if rc == 124 else f"exit code {rc}"
             rawio.write_failure(raw, rec, f"no Locust run at {u} user(s): {what}; the output (server log tail "

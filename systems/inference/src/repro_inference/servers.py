@@ -23,7 +23,8 @@ slurm_node, system_kind) and ``W/server.pid``; the server runs in its own sessio
 (or 1 if the server keeps running without the model, as TorchServe does) and the tail of its own log;
 the server is stopped. ``run`` starts, runs CMD with REPRO_SERVER_URL / REPRO_SYSTEM_KIND /
 REPRO_MODEL set, and always stops the server (also on SIGINT/SIGTERM). ``serve`` starts, writes
-``--ready-file`` (the same JSON, atomically) and blocks until SIGTERM/SIGINT or until the server dies,
+``--ready-file`` (the same JSON, atomically) and blocks until SIGTERM/SIGINT/SIGUSR1 (srun forwards
+USR1 to its task; srun's own TERM cancels the step) or until the server dies,
 always stopping the server group; its exit code is 0 after a signal, the server's own if it died.
 
 ``--bind ADDR`` (default 127.0.0.1) is the address the inference API listens on (TorchServe's
@@ -368,7 +369,8 @@ def main(argv=None) -> int:
         return 0
     server = Server(a.kind, a.models, a.model, a.workdir, a.threads, a.port, a.timeout, a.bind, a.advertise)
     if a.cmd != "start":  # a signal while the model loads stops the server too (start()'s except)
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        # SIGUSR1 too: srun forwards it to the task, while its SIGTERM cancels the step (SIGKILL)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
             signal.signal(sig, _interrupt)
     try:
         server.start()
@@ -399,7 +401,7 @@ def _interrupt(*_):
 
 
 def _ignore_signals() -> None:
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
         signal.signal(sig, signal.SIG_IGN)
 
 
@@ -407,7 +409,7 @@ def _serve(server: Server, ready_file: Path) -> int:
     """Block until SIGTERM/SIGINT (0) or the server's death (its exit code, with its log); always stop."""
     try:
         write_json_atomic(ready_file, server.info)
-        print(f"servers: serving at {server.url} (ready file {ready_file}); SIGTERM stops", flush=True)
+        print(f"servers: serving at {server.url} (ready file {ready_file}); SIGTERM or SIGUSR1 stops it", flush=True)
         while True:
             rc = server.proc.poll()
             if rc is not None:

@@ -84,7 +84,7 @@ def test_wait_ready_gives_up_with_the_step_output_and_stop_server_ends_it(tmp_pa
     with pytest.raises(run.ServerNotUp, match="(?s)no server.json after 1 s.*still loading the model"):
         run.wait_ready(proc, tmp_path / "server.json", 1, log)
     what = run.stop_server(proc, tmp_path / "work", run.placement([], ""), grace=5)
-    assert proc.poll() is not None and "stopped" in what
+    assert proc.poll() is not None and what.startswith("server step stopped by SIGTERM")
 
 
 def test_a_server_that_never_becomes_ready_ends_the_job_with_its_log(tmp_path, monkeypatch):
@@ -99,7 +99,7 @@ def test_a_server_that_never_becomes_ready_ends_the_job_with_its_log(tmp_path, m
                     f"sleep 600 & echo $! > {tmp_path}/child.pid\necho $$ > {tmp_path}/server.pid\nwait\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
-    for v in ("SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURMD_NODENAME"):
+    for v in ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURMD_NODENAME"):
         monkeypatch.delenv(v, raising=False)
     (tmp_path / "models/tfserving/resnet50/1").mkdir(parents=True)
     models = tmp_path / "models.json"
@@ -121,3 +121,24 @@ def test_a_server_that_never_becomes_ready_ends_the_job_with_its_log(tmp_path, m
     assert not (tmp_path / layout.work_dir("tfserving", "resnet50", 0)).exists()  # the shared work dir is removed
     kept = tmp_path / layout.locust_dir("tfserving", "resnet50", 0) / "server-logs" / "server__server.log"
     assert "loading forever" in kept.read_text()
+
+
+def test_slurm_job_reads_nodes_and_cpus_from_scontrol(tmp_path, monkeypatch):
+    """Snakemake's jobstep plugin strips SLURM_JOB_NODELIST / SLURM_CPUS_ON_NODE (keeps SLURM_JOB_ID):
+    the nodes and the CPUs per node come from `scontrol show job` (a stand-in scontrol here)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "srun").write_text("#!/bin/sh\nexit 0\n")
+    (bindir / "scontrol").write_text(
+        "#!/bin/sh\ncase \"$2\" in\n"
+        "  job) echo \"JobId=$4 JobName=x NumNodes=2 NumCPUs=4 NumTasks=2 NodeList=node[3-4] Comment=c\" ;;\n"
+        "  hostnames) [ \"$3\" = 'node[3-4]' ] && printf 'node3\\nnode4\\n' ;;\nesac\n")
+    for f in bindir.iterdir():
+        f.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    for v in ("SLURM_JOB_NODELIST", "SLURM_CPUS_ON_NODE"):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    assert run.slurm_job() == (["node3", "node4"], "2")
+    monkeypatch.delenv("SLURM_JOB_ID")
+    assert run.slurm_job() == ([], "")
