@@ -95,6 +95,13 @@ def proc_cpu(pids):
     return tot / TCK
 
 
+def proc_cpu_split(pid):
+    """(user, system) CPU seconds of one running process"""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) / TCK, int(fields[12]) / TCK
+
+
 def children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -129,7 +136,7 @@ def reset_stats(mnt):
         f.write("reset\n")
 
 
-BREAKDOWN_GROUPS = ("fuse_read", "fuse_write", "copy", "mc_rtt", "pool", "wait", "lock")
+BREAKDOWN_GROUPS = ("fuse_read", "fuse_write", "copy", "mc_rtt", "pool", "wait", "lock", "daemon")
 
 
 def breakdown(st):
@@ -201,19 +208,25 @@ def main():
         for i in range(a.reps):
             f = f"f{i}"
             reset_stats(A)
+            u0 = proc_cpu_split(pa)
             with Cpu([pa], spids) as c:
                 subprocess.run(["dd", "if=/dev/zero", f"of={A}/{f}", "bs=1M",
                                 f"count={a.size_mib}"], check=True, capture_output=True)
+            u1 = proc_cpu_split(pa)
             wr.append(size / c.wall)
             bd_w.append(breakdown(read_stats(A)))
+            bd_w[-1]["daemon"] = {"wall_s": c.wall, "user_s": u1[0] - u0[0], "sys_s": u1[1] - u0[1]}
             cpu["write"].append((c.client / gib, c.server / gib))
             assert os.path.getsize(f"{B}/{f}") == size
             reset_stats(B)
+            u0 = proc_cpu_split(pb)
             with Cpu([pb], spids) as c:
                 subprocess.run(["dd", f"if={B}/{f}", "of=/dev/null", "bs=1M"],
                                check=True, capture_output=True)
+            u1 = proc_cpu_split(pb)
             rd.append(size / c.wall)
             bd_r.append(breakdown(read_stats(B)))
+            bd_r[-1]["daemon"] = {"wall_s": c.wall, "user_s": u1[0] - u0[0], "sys_s": u1[1] - u0[1]}
             cpu["read"].append((c.client / gib, c.server / gib))
             for op, lst in (("set", rs), ("get", rg)):
                 with Cpu([], spids) as c:

@@ -526,8 +526,13 @@ int whandle_write(whandle *h, const char *buf, size_t size, off_t off)
         wslot *s = &h->slots[h->cur];
         size_t n = h->rec.ss - s->len;
         if (n > size - done) n = size - done;
+        /* copy without the lock: a W_FILLING slot belongs to this writer
+         * (busy keeps other writes/flushes out), so the pool threads that
+         * finish stripes do not wait for the copy */
+        tunlock(&h->mu, lt);
         memcpy(s->buf + s->len, buf + done, n);
         ST_ADD(copy_write_bytes, n);
+        tlock(&h->mu, &lt);
         s->len += n;
         done += n;
         __atomic_store_n(&h->size, h->size + n, __ATOMIC_RELAXED);
@@ -717,6 +722,8 @@ struct rhandle {
     int64_t         last;      /* last stripe read, -1 initially */
     int             closing;   /* released: queued prefetches are skipped */
     int             detached;  /* released with jobs running: the last frees it */
+    int64_t         gone[32];  /* stripes recently handed to the kernel (zero */
+    unsigned        ngone;     /* copy): not prefetched again                 */
     uint64_t        tick;
     uint64_t        nstripes;
 };
@@ -789,6 +796,7 @@ rhandle *rhandle_new(const char *path, const memfs_rec *rec, int pref)
         h->slots[i].j.fn = rjob_fn;
     }
     h->last = -1;
+    for (int i = 0; i < 32; i++) h->gone[i] = -1;
     h->of = ot_get(rec);
     __atomic_fetch_add(&G_open_read, 1, __ATOMIC_RELAXED);
     return h;
@@ -853,6 +861,9 @@ static void rprefetch(rhandle *h, int64_t n)
     int64_t hi = n + (h->nslots > 3 ? h->nslots - 2 : 1); /* keep a slot for stripe n-1 */
     for (int64_t t = n + 1; t <= hi && (uint64_t)t < h->nstripes; t++) {
         if (rfind(h, t)) continue;
+        int gone = 0; /* already handed over: requests can arrive out of order */
+        for (int i = 0; i < 32; i++) gone |= h->gone[i] == t;
+        if (gone) continue;
         rslot *v = rvictim(h, n - 1, hi);
         if (!v) break;
         ST_INC(stripes_prefetch_issued);
@@ -929,6 +940,7 @@ static int rread(rhandle *h, char **bufp, size_t size, off_t off)
             buf = s->data; /* zero copy: the whole request is this stripe */
             s->data = NULL;
             rdrop(s);
+            h->gone[h->ngone++ % 32] = n;
             ST_INC(fuse_read_zero_copy);
             ST_ADD(copy_read_zero_copy_bytes, chunk);
             done = chunk;

@@ -515,14 +515,20 @@ static int m_read(const char *path, char *buf, size_t size, off_t off,
     if (hb->kind == H_READ || hb->kind == H_WRITE) COUNT_REQ(fuse_read, size);
     int r;
     switch (hb->kind) {
-    case H_READ:
+    case H_READ: { /* (libfuse calls m_read_buf instead: kept for completeness) */
+        uint64_t t0 = now_ns();
         r = rhandle_read((rhandle *)hb, buf, size, off);
         if (r > 0) ST_ADD(fuse_read_bytes, r);
+        ST_ADD(fuse_read_ns, now_ns() - t0);
         return r;
-    case H_WRITE:
+    }
+    case H_WRITE: {
+        uint64_t t0 = now_ns();
         r = whandle_read((whandle *)hb, buf, size, off);
         if (r > 0) ST_ADD(fuse_read_bytes, r);
+        ST_ADD(fuse_read_ns, now_ns() - t0);
         return r;
+    }
     case H_STATS: {
         shandle *h = (shandle *)hb;
         if ((size_t)off >= h->len) return 0;
@@ -543,10 +549,12 @@ static int m_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, 
     char *mem = NULL;
     int r;
     if (hb->kind == H_READ) {
+        uint64_t t0 = now_ns();
         ST_INC(io_read_calls);
         COUNT_REQ(fuse_read, size);
         r = rhandle_read_buf((rhandle *)hb, &mem, size, off);
         if (r > 0) ST_ADD(fuse_read_bytes, r);
+        ST_ADD(fuse_read_ns, now_ns() - t0);
     } else {
         if (!(mem = malloc(size ? size : 1))) return -ENOMEM;
         r = m_read(path, mem, size, off, fi);
@@ -573,9 +581,11 @@ static int m_write(const char *path, const char *buf, size_t size, off_t off,
     ST_INC(io_write_calls);
     hbase *hb = (hbase *)(uintptr_t)fi->fh;
     if (hb->kind == H_WRITE) {
+        uint64_t t0 = now_ns();
         COUNT_REQ(fuse_write, size);
         int r = whandle_write((whandle *)hb, buf, size, off);
         if (r > 0) ST_ADD(fuse_write_bytes, r);
+        ST_ADD(fuse_write_ns, now_ns() - t0);
         return r;
     }
     if (hb->kind == H_STATS) {

@@ -62,9 +62,10 @@ void memfs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
     /* per-request breakdown of the data path (times in ns, CLOCK_MONOTONIC) */ \
     X(fuse_read, count) X(fuse_read, bytes) X(fuse_read, le_128k)            \
     X(fuse_read, le_512k) X(fuse_read, le_1m) X(fuse_read, gt_1m)            \
-    X(fuse_read, zero_copy)                                                  \
+    X(fuse_read, zero_copy) X(fuse_read, ns)                                 \
     X(fuse_write, count) X(fuse_write, bytes) X(fuse_write, le_128k)         \
     X(fuse_write, le_512k) X(fuse_write, le_1m) X(fuse_write, gt_1m)         \
+    X(fuse_write, ns)                                                        \
     X(copy, write_bytes) X(copy, read_bytes) X(copy, read_zero_copy_bytes)   \
     X(mc_rtt, get_count) X(mc_rtt, get_ns) X(mc_rtt, set_count)              \
     X(mc_rtt, set_ns)                                                        \
