@@ -10,12 +10,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 import zipfile
 
 import pytest
-from inference_helpers import SYSTEM, TINY, post
+from inference_helpers import SYSTEM, TINY, group_gone, post
 
 from repro_inference.servers import Server, ServerError
 from tools.locust import payloads
@@ -178,3 +182,63 @@ def test_spec_and_configs_flag_random_weights(models):
     assert (models / "triton-tensorflow" / "wav2vec2_truncated" / "1" / "model.savedmodel" / "saved_model.pb").exists()
     assert (models / "triton-pytorch" / "resnet50" / "1" / "model.pt").stat().st_size > 50e6  # ResNet50's weights
     assert not (models / "triton-pytorch" / "bart").exists()  # Triton cannot trace .generate() (paper)
+
+
+# ------------------------------------------------------------------------------------------- serve, --bind
+def _outside_address() -> str | None:
+    """This host's address on its default route (no packet is sent), None if only loopback."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))
+            addr = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if addr.startswith("127.") or addr == "0.0.0.0" else addr
+
+
+SERVE_KINDS = [("torchserve", "resnet50", "/predictions/resnet50"),
+               ("triton-python-torch", "resnet50", "/v2/models/resnet50/ready"),
+               ("tfserving-standin", "resnet50", "/v1/models/resnet50")]
+
+
+@pytest.mark.parametrize("kind,model,path", SERVE_KINDS)
+def test_serve_binds_all_interfaces_advertises_the_hostname_and_stops_on_usr1(models, tmp_path, kind, model, path):
+    """The n+1 server node's command: `serve --bind 0.0.0.0` answers at the URL in its ready file (the
+    node's hostname, not 127.0.0.1), on a non-loopback address of this host too, and SIGUSR1 (what
+    srun forwards) stops it with exit 0 and no process of its group left."""
+    ready = tmp_path / "shared" / "server.json"
+    cmd = [sys.executable, "-m", "repro_inference.servers", "serve", kind, "--models", str(models), "--model",
+           model, "--workdir", str(tmp_path / "w"), "--timeout", "300", "--bind", "0.0.0.0", "--ready-file", str(ready)]
+    proc = subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=str(SYSTEM / "src")), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(600):
+            if ready.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.5)
+        assert ready.exists(), proc.communicate(timeout=60)[0][-3000:]
+        info = json.loads(ready.read_text())
+        host = socket.gethostname()
+        assert info["url"] == f"http://{host}:{info['port']}" and info["bind"] == "0.0.0.0"
+        assert info["host"] == host and info["kind"] == kind and info["pid"] > 0
+        if kind == "torchserve":  # TorchServe's inference API: a real request
+            code, ans, _ = post(info["url"] + path, payloads.png(48), OCTET)
+            assert code == 200 and ans["classes"] == 1000
+        else:
+            with urllib.request.urlopen(info["url"] + path, timeout=30) as r:
+                assert r.status == 200
+        addr = _outside_address()
+        if addr:  # reachable on a non-loopback address of this host (where it has one)
+            with socket.create_connection((addr, info["port"]), timeout=10):
+                pass
+        proc.send_signal(signal.SIGUSR1)
+        out = proc.communicate(timeout=120)[0]
+        assert proc.returncode == 0, out[-3000:]
+        assert "stopping (signal)" in out
+        assert group_gone(info["pid"]), f"{kind} left processes behind"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        subprocess.run([sys.executable, "-m", "repro_inference.servers", "stop", "--workdir", str(tmp_path / "w")],
+                       env=dict(os.environ, PYTHONPATH=str(SYSTEM / "src")))
