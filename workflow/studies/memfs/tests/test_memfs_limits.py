@@ -135,7 +135,7 @@ def test_verdict(ratios, want):
 def test_missing_runs_are_not_run_rows(tmp_path):
     _pr, lim, _ = build(tmp_path, {("IPoIB", "128MiB"): GOOD[("IPoIB", "128MiB")]})
     row = lim[(lim["network"] == "1GbE")].iloc[0]
-    assert row["verdict"] == L.NOT_RUN and row["reps"] == 0
+    assert row["verdict"] == L.NOT_RUN and row["reps"] == 0 and row["ok_runs_without_limit"] == 0
     tab = L.issue13_table(lim, CFG)
     assert tab[tab["network"] == "1GbE"]["verdict"].eq(L.NOT_RUN).all()
     assert len(tab) == len(L.ISSUE13_ROWS)
@@ -154,3 +154,16 @@ def test_every_counter_memfs_writes_is_carried(tmp_path):
     assert d["io.bytes_read"] == 4 * MIB and d["pool.wait_ns"] == 6000 and d["per_server.bytes_get"] == 4 * MIB
     assert "stripe_size" not in d and "time" not in d and "per_server.index" not in d
     assert L.other_counters(d, "read11") == "pool.wait_ns=1500/MiB"
+
+
+def test_a_run_without_the_side_by_side_limit_gives_no_ratio(tmp_path):
+    """An ok MemFS run written without mcbench beside it (older code) is counted, never paired with
+    another job's limit."""
+    paths = [write_raw(tmp_path, "IPoIB", "128MiB", 0, 90, 95, 100, 100)]
+    rec = rawio.read(paths[0])
+    rec["metrics"] = [x for x in rec["metrics"] if not x["metric"].startswith("limit_")]
+    rawio.write_json_atomic(paths[0], rec)
+    pr = L.pairs(paths)
+    lim = L.limit_table(pr, tidy_of(paths), CFG)
+    row = lim[(lim["network"] == "IPoIB") & (lim["size"] == "128MiB") & (lim["op"] == "write")].iloc[0]
+    assert pr.empty and row["verdict"] == L.NOT_RUN and row["ok_runs_without_limit"] == 1
