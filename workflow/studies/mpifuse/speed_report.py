@@ -52,6 +52,9 @@ ISSUE13 = [
      "earlier": "- (new; systems/kpassthrough/bench.py alone: per-round median 0.91-1.31x)", "target": 0.9},
 ]
 # libmpifuse counters shown in the breakdown when present (any other *_time_s / *cpu* counter too)
+# libmpifuse's absolute process clocks (systems/mpifuse/README: "now (not reset)", "when the mount went
+# live", ...): not per-read numbers by themselves; the breakdown shows the interval from the first open
+ABSOLUTE = ("cpu_process_s", "cpu_at_mount_s", "cpu_at_first_open_s", "cpu_at_unmount_s")
 FS_KEYS = ["read_calls", "read_bytes", "read_time_s", "read_wait_time_s", "mpi_get_calls", "mpi_get_time_s",
            "source_read_time_s", "meta_time_s", "open_time_s", "bytes_fetched_remote"]
 
@@ -151,9 +154,61 @@ def issue13(rec: dict, thr: pd.DataFrame) -> pd.DataFrame:
             "x native per round: min": x["ratio_min"] if have else None,
             "median": ratio, "max": x["ratio_max"] if have else None,
             "dd's own time: x native (median)": x["dd_own_ratio_median"] if have and spec["tool"] == "dd" else None,
+            "reader CPU: native / variant (medians)": (
+                float(thr[(thr.variant == "native") & (thr.tool == spec["tool"])]["reader_cpu_s"].iloc[0])
+                / float(x["reader_cpu_s"]) if have and x["reader_cpu_s"] else None),
             "target": f">= {spec['target']:.2f}x" if spec["target"] else "- (see the kernel passthrough rows)",
             "verdict": state})
     return pd.DataFrame(rows)
+
+
+def findings(thr: pd.DataFrame, brk: pd.DataFrame) -> list[str]:
+    """What the breakdown shows, sentence by sentence, every number from this raw file."""
+    out = []
+    if not len(brk):
+        return out
+    b = brk.set_index(["variant", "tool"])
+
+    def get(v, t, c):
+        try:
+            x = b.loc[(v, t), c]
+        except KeyError:
+            return None
+        return None if pd.isna(x) else float(x)
+    for v in [x for x in b.index.get_level_values(0).unique() if x not in ("native", "kpassthrough")]:
+        for tool in ("dd",):
+            n, wall, nat = get(v, tool, "READ requests at the server"), get(v, tool, "wall s"), get("native", tool,
+                                                                                                  "wall s")
+            rt, kib = get(v, tool, "read_time_s"), get(v, tool, "mean request KiB")
+            op = get(v, tool, "open_time_s") or 0.0
+            if n and wall is not None and nat is not None and rt is not None:
+                out.append(f"* {v}, dd: {n:.0f} READ requests of {kib:.0f} KiB; {wall - nat:.3f} s more than native "
+                           f"({wall:.3f} vs {nat:.3f} s), of which {rt:.3f} s inside the file system's read path "
+                           f"and {op:.3f} s in its open: the rest, {(wall - nat - rt - op) / n * 1e6:.0f} us per "
+                           "request, is the request's way through the kernel and back (context switches, the "
+                           "copies to and from the server, waiting for a core).")
+    for tool in ("dd", "sha256sum"):
+        n = get("kpassthrough", tool, "READ requests at the server")
+        r = thr[(thr.variant == "kpassthrough") & (thr.tool == tool)]
+        nr = thr[(thr.variant == "native") & (thr.tool == tool)]
+        if n is None or not len(r) or not len(nr) or pd.isna(r.iloc[0]["ratio_median"]):
+            continue
+        x = r.iloc[0]
+        cpu = nr.iloc[0]["reader_cpu_s"] / x["reader_cpu_s"] if x["reader_cpu_s"] else float("nan")
+        out.append(f"* kpassthrough, {tool}: {n:.0f} READ requests at the server (median), server CPU "
+                   f"{get('kpassthrough', tool, 'fs CPU s') or 0:.3f} s; the reader's CPU is {cpu:.2f}x native's "
+                   f"(native / kernel passthrough) while the wall-time ratio spans {x['ratio_min']:.2f}-"
+                   f"{x['ratio_max']:.2f}x: no request reaches user space, so a gap in wall time beyond the reader's "
+                   "CPU is time the reader waited for a core (see the load average), not work of the file system.")
+    for v in ("osr-refined", "osr"):
+        for tool in ("sha256sum",):
+            ot, wall, src = get(v, tool, "open_time_s"), get(v, tool, "wall s"), get(v, tool, "source_read_time_s")
+            fs = get(v, tool, "fs CPU s")
+            if ot is not None and wall:
+                out.append(f"* {v}, {tool}: open {ot:.3f} s of {wall:.3f} s wall ({ot / wall:.0%}); source reads "
+                           f"{src or 0:.3f} s; the rank's process (the file system) used {fs or 0:.3f} s CPU beside "
+                           f"the reader's {get(v, tool, 'reader CPU s') or 0:.3f} s on this machine's cores.")
+    return out
 
 
 def paper_passthrough_cost(pub: pd.DataFrame | None) -> tuple[float, str] | None:
@@ -202,6 +257,7 @@ def breakdown(rec: dict) -> pd.DataFrame:
         by.setdefault((s["variant"], s["tool"]), []).append(s["stats"])
     extra_keys = sorted({k for sts in by.values() for st in sts for k, val in st.items()
                          if isinstance(val, (int, float)) and not isinstance(val, bool) and k not in FS_KEYS
+                         and k not in ABSOLUTE
                          and (k.endswith("_time_s") or "cpu" in k or "memcpy" in k or "copy" in k)})
     for (v, tool), sts in by.items():
         row = {"variant": v, "tool": tool, "repeats": len(sts)}
@@ -224,6 +280,10 @@ def breakdown(rec: dict) -> pd.DataFrame:
                 vals = [st[k] for st in sts if isinstance(st.get(k), (int, float))]
                 if vals:
                     row[k] = float(pd.Series(vals).median())
+            since = [st["cpu_process_s"] - st["cpu_at_first_open_s"] for st in sts
+                     if "cpu_process_s" in st and "cpu_at_first_open_s" in st]
+            if since:  # the library's own clock over the open and the read (the rank's whole process)
+                row["lib: process CPU first open -> end s"] = float(pd.Series(since).median())
         for m, col in (("fs_cpu", "fs CPU s"), ("reader_cpu", "reader CPU s"), ("time", "wall s")):
             x = df[(df.metric == m) & (df.variant == v) & (df.tool == tool) & (df.nodes == 1)]
             if len(x):
@@ -278,7 +338,8 @@ def idle_table(rec: dict) -> pd.DataFrame:
         for r in rows:
             if r["variant"] == s["variant"]:
                 for k, val in s["stats"].items():
-                    if "cpu" in k and isinstance(val, (int, float)) and not isinstance(val, bool):
+                    if ("cpu" in k and k not in ABSOLUTE and isinstance(val, (int, float))
+                            and not isinstance(val, bool)):
                         r.setdefault(f"stats {k} (median rank)", []).append(val)
     for r in rows:
         for k in [k for k in r if k.startswith("stats ")]:
@@ -286,22 +347,29 @@ def idle_table(rec: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+COUNTS = {"repeats", "READ requests at the server", "opens passed through", "ok", "failed", "pairs", "ranks",
+          "count", "nodes", "rep", "mpi_get_calls"}
+
+
 def md(df: pd.DataFrame, digits: int = 3) -> str:
     """A markdown table (numbers with `digits` decimals, missing cells as -)."""
     if df is None or not len(df):
         return "(none)"
 
-    def cell(x):
+    def cell(x, col=""):
         if x is None or (isinstance(x, float) and math.isnan(x)):
             return "-"
         if isinstance(x, bool):
             return "yes" if x else "no"
+        if isinstance(x, float) and col in COUNTS and x.is_integer():
+            return str(int(x))
         if isinstance(x, float):
             return f"{x:.{digits}f}"
         return str(x).replace("|", "/")
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     sep = "|" + "|".join("---" for _ in df.columns) + "|"
-    body = ["| " + " | ".join(cell(x) for x in row) + " |" for row in df.itertuples(index=False)]
+    body = ["| " + " | ".join(cell(x, c) for x, c in zip(row, df.columns)) + " |"
+            for row in df.itertuples(index=False)]
     return "\n".join([head, sep, *body])
 
 
@@ -314,6 +382,7 @@ def duration_s(rec: dict) -> float | None:
 
 def report(rec: dict, pub: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
     thr = throughput(rec)
+    brk = breakdown(rec)
     ex = rec.get("extra", {})
     fails = failures(rec)
     df = metrics(rec)
@@ -367,7 +436,11 @@ def report(rec: dict, pub: pd.DataFrame | None = None) -> tuple[str, pd.DataFram
          "Counters are the file system's own (libmpifuse's stats JSON as it stands, any *_time_s / *cpu* / copy "
          "counter it adds shows as a column)."),
         "",
-        md(breakdown(rec)),
+        md(brk),
+        "",
+        "What the breakdown shows (computed from the rows above):",
+        "",
+        *(findings(thr, brk) or ["(no file-system counters in this raw file)"]),
         "",
         (f"## Idle CPU per rank ({ex.get('idle_s', '?')} s mounted, no reads, on max(nodes) ranks)"),
         "",

@@ -122,7 +122,7 @@ def test_failed_measurements_are_shown_failed_never_as_numbers():
 def test_breakdown_and_idle_cpu_are_recomputed_from_the_counters():
     mib = 1 << 20
     stats = [{"variant": "passthrough", "tool": "dd", "nodes": 1, "rep": r,
-              "stats": {"read_calls": 2048, "read_bytes": 256 * mib, "read_time_s": 0.4096,
+              "stats": {"read_calls": 2048, "read_bytes": 256 * mib, "read_time_s": 0.1024,
                         "read_wait_time_s": 0.0, "bcast_time_s": 0.0, "memcpy_time_s": 0.05 * (r + 1)}}
              for r in range(3)]
     stats += [{"variant": "kpassthrough", "tool": "dd", "nodes": 1, "rep": r,
@@ -135,9 +135,16 @@ def test_breakdown_and_idle_cpu_are_recomputed_from_the_counters():
     p = b.loc[("passthrough", "dd")]
     assert p["READ requests at the server"] == 2048
     assert p["mean request KiB"] == pytest.approx(128.0)
-    assert p["us per request in read"] == pytest.approx(200.0)
+    assert p["us per request in read"] == pytest.approx(50.0)
     assert p["memcpy_time_s"] == pytest.approx(0.10)  # a counter the library adds shows up, median
     assert "bcast_time_s" not in b.columns  # another mode's counter that stayed 0
+    # native dd 4/2/8 GB/s -> 0.064 s median, passthrough 1/0.5/2 -> 0.256 s: 0.192 s more, 0.1024 s of it
+    # in the read path, no open time: the rest is 0.0896 s / 2048 requests = 44 us per request
+    f = "\n".join(sr.findings(sr.throughput(rec), sr.breakdown(rec)))
+    assert "passthrough, dd: 2048 READ requests of 128 KiB; 0.192 s more than native" in f
+    assert "of which 0.102 s inside the file system's read path and 0.000 s in its open" in f
+    assert "the rest, 44 us per request" in f
+    assert "kpassthrough, dd: 0 READ requests at the server" in f
     k = b.loc[("kpassthrough", "dd")]
     assert k["READ requests at the server"] == 0 and pd.isna(k["mean request KiB"])
     i = sr.idle_table(rec).set_index("variant")
