@@ -145,8 +145,10 @@ register_study(
         [
             {
                 "path": MF_OUT["speed_table"],
-                "caption": "Speed benchmark (not in the paper): FUSE overhead of passthrough/OSR vs native on one "
-                "node, bytes from the source vs n; options in results/mpifuse/speed/report.md",
+                "caption": "Speed benchmark (not in the paper): GB/s and the per-round ratio to native on one node of "
+                "the paper's user-space passthrough, OSR, OSR refined and kernel FUSE passthrough (kpassthrough; "
+                "ours, beyond the paper); the per-request breakdown, idle CPU and issue 13's targets are in "
+                "results/mpifuse/speed/report.md",
             }
         ]
         if MF["speed"]["enabled"]
@@ -155,7 +157,7 @@ register_study(
     "stand_ins": MF_STAND_INS,
     "expected_times": {
         "setup_local": "none beyond ./repro setup (builds systems/mpifuse and systems/homefs)",
-        "run_local": "about 17 min on an idle 2-core machine (72 runs of 8 use cases + the 1.5-min speed "
+        "run_local": "about 19 min on an idle 2-core machine (72 runs of 8 use cases + the 3-min speed "
         "benchmark; the reference run measured 14.2 min), up to 27 min while other studies load the machine",
         "analysis_local": "< 1 min",
         "run_cluster": "480 jobs of n+1 nodes (n up to 24), about 8 h of job time at 10 repeats (8 use cases; 1 GB runs "
