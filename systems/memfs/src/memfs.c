@@ -441,7 +441,7 @@ static int m_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     }
     whandle *h = whandle_new(path, &r);
     fi->fh = (uint64_t)(uintptr_t)h;
-    fi->direct_io = 0;
+    fi->direct_io = C.direct_io;
     fi->keep_cache = 0;
     return 0;
 }
@@ -491,7 +491,7 @@ static int m_open(const char *path, struct fuse_file_info *fi)
     rhandle *h = rhandle_new(path, &r, pref);
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->keep_cache = 0;
-    fi->direct_io = r.state != 'c' || attr_stale(path, r.gen, r.size);
+    fi->direct_io = C.direct_io || r.state != 'c' || attr_stale(path, r.gen, r.size);
     return 0;
 }
 
@@ -874,6 +874,9 @@ static void usage(FILE *f)
             "  --timeout-ms N          memcached connect/poll/io timeout (default 2000)\n"
             "  --readahead N           kernel readahead of the mount = largest FUSE read\n"
             "                          request (default 1m; 0 = kernel default, 128k)\n"
+            "  --direct-io             variant (ours, not the paper's): data files bypass\n"
+            "                          the kernel page cache (one kernel copy less per\n"
+            "                          byte; no kernel readahead; no shared mmap)\n"
             "  --verbose               log FUSE connection parameters\n"
             "  -h, --help              this help (followed by FUSE's options)\n"
             "  -V, --version           version\n"
@@ -1023,6 +1026,7 @@ int main(int argc, char **argv)
         }
         if (matched < 0) {
             if (!strcmp(a, "--verbose")) { C.verbose = 1; continue; }
+            if (!strcmp(a, "--direct-io")) { C.direct_io = 1; continue; }
             if (!strcmp(a, "-h") || !strcmp(a, "--help")) help = 1;
             if (!strcmp(a, "-V") || !strcmp(a, "--version"))
                 printf("memfs %s (libmemcached %s)\n", MEMFS_VERSION, LIBMEMCACHED_VERSION_STRING);

@@ -24,6 +24,7 @@ typedef struct {
     int         hash;        /* key hash for the modula distribution       */
     int         timeout_ms;
     int         verbose;
+    int         direct_io;   /* --direct-io (ours, not the paper's): no page cache */
     size_t      readahead;   /* kernel readahead of the mount (bdi read_ahead_kb),
                                 bytes; 0 = leave the kernel's default (128 KiB) */
     /* the FUSE connection as negotiated (refreshed when the stats are read) */
