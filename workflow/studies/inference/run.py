@@ -317,7 +317,7 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
     _progress(f"{server} ({layout.kind_of(cfg, server)}, {kind}) x {model} rep {rep}, {pl['launcher']}: "
               f"driver {pl['driver_node'] or 'this host'}, server {pl['server_node'] or 'this host'}")
     _progress("server: " + shlex.join(cmd)[:600])
-    signal.signal(signal.SIGTERM, _terminate)
+    previous = signal.signal(signal.SIGTERM, _terminate)  # a cancelled job unwinds through the finally
     t0, info, rc, text, dcmd = time.time(), {}, 0, "", []
     with open(server_log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env(), start_new_session=True)
@@ -336,10 +336,12 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
         rc, text = 1, f"the server did not come up: {err}"
         _progress(text[:3000])
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM must not cut the stop short
         stopped = stop_server(proc, work / "server", pl, server_exec)
         _progress(stopped)
         _keep_server_logs(work, out / "server-logs")
         shutil.rmtree(work, ignore_errors=True)
+        signal.signal(signal.SIGTERM, previous)
     _progress(f"server up to Locust done: {time.time() - t0:.0f} s, exit {rc}")
     bad = 0
     for u in n_users:

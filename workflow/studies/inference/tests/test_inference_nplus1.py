@@ -142,3 +142,38 @@ def test_slurm_job_reads_nodes_and_cpus_from_scontrol(tmp_path, monkeypatch):
     assert run.slurm_job() == (["node3", "node4"], "2")
     monkeypatch.delenv("SLURM_JOB_ID")
     assert run.slurm_job() == ([], "")
+
+
+def test_a_cancelled_serve_job_stops_the_server(tmp_path):
+    """SIGTERM to run.py (Slurm cancelling the job, Snakemake's timeout) while the server loads: the
+    job unwinds through its finally, which stops the server step; nothing of the server is left."""
+    import signal
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "tensorflow_model_server"
+    fake.write_text(f"#!/bin/sh\necho loading slowly\nsleep 600 & echo $! > {tmp_path}/child.pid\n"
+                    f"echo $$ > {tmp_path}/server.pid\nwait\n")
+    fake.chmod(0o755)
+    (tmp_path / "models/tfserving/resnet50/1").mkdir(parents=True)
+    models = tmp_path / "models.json"
+    models.write_text(json.dumps({"dir": str(tmp_path / "models"), "specs": {"resnet50": {"weights": "w"}}}))
+    cfg = tl.section(models=["resnet50"], servers=["tfserving"], users=[1], repeats=1,
+                     kinds={"tfserving": "tfserving"}, server_start_timeout_s=300)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+    env.update(PATH=f"{bindir}:{os.environ['PATH']}",
+               PYTHONPATH=os.pathsep.join(str(tl.REPO / d) for d in ("workflow/lib", "workflow", ".")))
+    proc = subprocess.Popen([sys.executable, "-m", "studies.inference.run", "--config", json.dumps(cfg), "--what",
+                             "serve", "--server", "tfserving", "--model", "resnet50", "--models", str(models)],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for _ in range(300):
+        if (tmp_path / "child.pid").exists() or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert (tmp_path / "child.pid").exists(), proc.communicate(timeout=30)[0]
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 128 + signal.SIGTERM, out[-3000:]
+    assert "server step stopped by SIGTERM (exit 130)" in out  # servers.py: stopped while loading
+    for f in ("server.pid", "child.pid"):
+        assert _gone(int((tmp_path / f).read_text())), f"{f}: the server's process is still there\n{out[-2000:]}"
