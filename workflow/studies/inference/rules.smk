@@ -65,7 +65,7 @@ rule inference_serve:
 
 rule inference_raw_rate:
     """The limit: the model's raw in-process rate (a plain forward loop, same threads and batch, no
-    server), on the server node."""
+    server), on the server node (on Slurm an srun step on the job's second node)."""
     input:
         lambda wc: inf_image_input(wc.framework),
         models=inf_layout.MODELS_FILE,
@@ -83,12 +83,13 @@ rule inference_raw_rate:
     resources:
         **inf_resources(runtime=30),
     params:
-        exec=lambda wc: inf_exec(wc.framework),
+        server_exec=lambda wc: shlex.quote(inf_exec(wc.framework)),
         cfg=lambda wc: study_json("inference"),
     shell:
-        "{params.exec} python3 -m studies.inference.run --config {params.cfg} --what raw_rate"
+        # on the host: on Slurm run.py repeats itself in an srun step on the server node, image inside
+        "python3 -m studies.inference.run --config {params.cfg} --what raw_rate"
         " --model {wildcards.model} --framework {wildcards.framework} --rep {wildcards.rep}"
-        " --models {input.models} > {log} 2>&1"
+        " --models {input.models} --server-exec {params.server_exec} > {log} 2>&1"
 
 
 rule inference_ceiling:

@@ -376,11 +376,23 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
 
 
 # ------------------------------------------------------------------ raw rate
-def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: Path) -> int:
+def raw_rate_relay(argv: list[str], pl: dict, server_exec: list[str]) -> list[str] | None:
+    """The raw rate belongs where the server runs: on Slurm with >= 2 nodes this same command again
+    in an srun step on the server node, with the framework's image inside the step (--server-exec);
+    without Slurm but with an image, in the image; else None (run here)."""
+    if not (pl["launcher"] == "slurm" and pl["server_node"] != pl["batch_node"]) and not server_exec:
+        return None
+    tag = f"-{os.environ.get('SLURM_JOB_ID', os.getpid())}"
+    return [*step_prefix(pl, "server", f"rinf-rawrate{tag}"), *server_exec, _python(server_exec), "-m",
+            "studies.inference.run", *argv, "--placement", json.dumps(pl)]
+
+
+def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: Path, pl: dict | None = None) -> int:
     models = _models(models_file)
     params = layout.rawrate_params(model, framework)
     raw = layout.raw_path(params, rep)
     rec = _record(cfg, params, rep, "real")
+    rec["extra"] = {"placement": pl or placement([], os.environ.get("SLURMD_NODENAME", ""))}
     out = Path(layout.RAWRATE_DIR) / f"model~{model}" / f"framework~{framework}" / f"rep~{rep}.json"
     sys.path.insert(0, str(INF_SRC))
     from repro_inference.servers import venv
@@ -407,7 +419,8 @@ def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: P
                       rawio.metric("latency_median", r["latency_ms"]["median"], "ms", weights=w),
                       rawio.metric("latency_mean", r["latency_ms"]["mean"], "ms", weights=w)]
     rec["sanity"] = {"iterations": r["iterations"], "seconds": r["seconds"]}
-    rec["extra"] = {"raw_rate_file": str(out), "threads": r["threads"], "batch": r["batch"], "spec": r["spec"]}
+    rec["extra"].update(raw_rate_file=str(out), threads=r["threads"], batch=r["batch"], spec=r["spec"],
+                        node=os.environ.get("SLURMD_NODENAME", ""))
     rawio.write_json_atomic(raw, rawio.finish(rec))
     rawio.clear_failure(raw)
     _progress(f"{raw}: {r['rate']:.2f} inferences/s")
@@ -475,6 +488,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=Path(layout.MODELS_FILE))
     ap.add_argument("--server-exec", default="", help="prefix that runs the server in its image (cluster)")
     ap.add_argument("--driver-exec", default="", help="prefix that runs Locust in its image (cluster)")
+    ap.add_argument("--placement", help="raw_rate: already placed on the server node (JSON, set by the relay)")
     a, cfg = cli.finish(ap, argv)
     _progress(f"start: {shlex.join(sys.argv[1:]) if argv is None else shlex.join(argv)}"[:300])
     if a.what == "prepare":
@@ -487,7 +501,15 @@ def main(argv=None) -> int:
     if a.what == "raw_rate":
         if not (a.model and a.framework):
             ap.error("--model and --framework are needed for raw_rate")
-        return run_raw_rate(cfg, a.model, a.framework, a.rep, a.models)
+        if a.placement:
+            return run_raw_rate(cfg, a.model, a.framework, a.rep, a.models, json.loads(a.placement))
+        nodes, cpus = slurm_job()
+        pl = placement(nodes, os.environ.get("SLURMD_NODENAME", ""), cpus)
+        relay = raw_rate_relay(list(sys.argv[1:] if argv is None else argv), pl, shlex.split(a.server_exec))
+        if relay is None:
+            return run_raw_rate(cfg, a.model, a.framework, a.rep, a.models, pl)
+        _progress("raw rate on the server node: " + shlex.join(relay)[:600])
+        return subprocess.run(relay, env=_env()).returncode
     return run_ceiling(cfg, a.rep)
 
 

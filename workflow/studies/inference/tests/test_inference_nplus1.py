@@ -177,3 +177,16 @@ def test_a_cancelled_serve_job_stops_the_server(tmp_path):
     assert "server step stopped by SIGTERM (exit 130)" in out  # servers.py: stopped while loading
     for f in ("server.pid", "child.pid"):
         assert _gone(int((tmp_path / f).read_text())), f"{f}: the server's process is still there\n{out[-2000:]}"
+
+
+def test_raw_rate_is_relayed_to_the_server_node():
+    argv = ["--config", "{}", "--what", "raw_rate", "--model", "resnet50", "--framework", "tf"]
+    assert run.raw_rate_relay(argv, run.placement([], ""), []) is None  # locally: here, no image
+    image = ["apptainer", "exec", "inference-tf.sif"]
+    cmd = run.raw_rate_relay(argv, run.placement([], ""), image)
+    assert cmd[:4] == [*image, "python3"] and cmd[4:6] == ["-m", "studies.inference.run"]
+    pl = run.placement(["node3", "node4"], here="node3", cpus="2")
+    cmd = run.raw_rate_relay(argv, pl, image)
+    i = cmd.index("apptainer")
+    assert cmd[0] == "srun" and "--nodelist=node4" in cmd[:i] and cmd[i:i + 3] == image
+    assert cmd[i + 6:-2] == argv and json.loads(cmd[-1])["server_node"] == "node4"

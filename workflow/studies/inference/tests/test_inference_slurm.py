@@ -1,8 +1,9 @@
 """The serve job's n+1 layout on the local Slurm cluster (the slurm_cluster fixture: virtual nodes
 on one host): the TF Serving stand-in x ResNet50 (32x32), users 1 and 2, 3 s runs, through
-profiles/slurm up to the tidy table. The server and Locust must run on different Slurm nodes of the
-job (node names from Slurm: every virtual node has this host's hostname), every request succeed,
-and the tidy numbers be Locust's own.
+profiles/slurm up to the tidy table, with the TF raw rate. The server and Locust must run on
+different Slurm nodes of the job (node names from Slurm: every virtual node has this host's
+hostname), every request succeed, the tidy numbers be Locust's own, and the raw rate run on its
+job's server node.
 
 Slow (about 2 minutes, the model preparation cached): skipped with --quick.
 """
@@ -30,7 +31,7 @@ inference:
   repeats: 1
   run_time_s: 3
   sizes: {image_size: 32, audio_samples: 8000, max_new_tokens: 2, num_beams: 2}
-  raw_rate: {enabled: false}
+  raw_rate: {enabled: true, seconds: 2, warmup: 1}
   ceiling: {enabled: false}
   claims: {plateau_from_users: 1}
 """
@@ -74,9 +75,15 @@ def test_server_and_locust_run_on_different_slurm_nodes(snake, workspace):
         assert rec["sanity"]["requests"] > 0 and rec["sanity"]["failures"] == 0
         nodes_seen.update(nodes)
     assert len(nodes_seen) == 2  # one job, one allocation for both user counts
+    # the raw in-process rate ran on its job's server node (an srun step there), not on the batch node
+    rr = json.loads((res / "raw/experiment~raw_rate/model~resnet50/framework~tf/rep~0.json").read_text())
+    pl = rr["extra"]["placement"]
+    assert rr["status"] == "ok" and pl["launcher"] == "slurm" and len(pl["nodes"]) == 2
+    assert rr["extra"]["node"] == pl["server_node"] == pl["nodes"][1] != pl["batch_node"]
+    assert rr["host"].split("/")[-1] == pl["server_node"]
     df = pd.read_csv(res / "measurements.csv", keep_default_na=False)
     ok = df[(df.experiment == "serve") & (df.status == "ok")]
-    assert set(ok.users) == {1, 2} and set(ok.system_kind) == {"stand-in:tfserving-rest-on-tf-python"}
+    assert set(ok.users.astype(int)) == {1, 2} and set(ok.system_kind) == {"stand-in:tfserving-rest-on-tf-python"}
     for users, g in ok.groupby("users"):
         agg = _aggregated(res / f"locust/server~tfserving/model~resnet50/rep~0/users~{users}/locust_stats.csv")
         vals = dict(zip(g.metric, pd.to_numeric(g.value)))
