@@ -18,8 +18,9 @@ server.json, driver_host/node from Locust's generator.json). srun runs on the ho
 each side's image (--server-exec / --driver-exec) comes after it, inside the step. A run with any
 failed request, failed check or locustfile exception is a failed configuration (failure record,
 job exits 1); a server that does not come up fails every user count with the server's own log.
-raw_rate: the model's in-process forward loop (same threads and batch, no server). ceiling: Locust
-against tools/locust/trivial_server.py.
+raw_rate: the model's in-process forward loop (same threads and batch, no server), on the server
+node (on Slurm this command repeats itself in an srun step there, --placement set). ceiling: Locust
+against tools/locust/trivial_server.py, where the job runs.
 """
 
 from __future__ import annotations
