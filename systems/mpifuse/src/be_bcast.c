@@ -290,9 +290,20 @@ static int bcast_check(mfs_t *m, const char *mode, char *err, size_t errlen)
 
 static void bcast_describe(mfs_t *m, char *buf, size_t len)
 {
-	snprintf(buf, len, "\"bcast_block\":%llu,\"bcast_depth\":%d,\"bcast_on_demand\":%s,\"bcast_sync\":\"%s\",",
+	snprintf(buf, len, "\"bcast_block\":%llu,\"bcast_depth\":%d,\"bcast_on_demand\":%s,\"bcast_sync\":\"%s\","
+		 "\"zero_copy\":%s,",
 		 (unsigned long long)m->o.block, m->o.bcast_depth, m->o.bcast_on_demand ? "true" : "false",
-		 m->o.bcast_on_demand && m->o.bcast_sync > 0 ? "barrier" : "none");
+		 m->o.bcast_on_demand && m->o.bcast_sync > 0 ? "barrier" : "none", m->o.zero_copy ? "true" : "false");
+}
+
+static void bcast_conn_init(mfs_t *m, struct fuse_conn_info *conn)
+{
+	if (!m->o.zero_copy)
+		return;
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
+		conn->want |= FUSE_CAP_SPLICE_MOVE;
 }
 
 static void bcast_create(mfs_t *m, struct fentry *e)
@@ -302,7 +313,7 @@ static void bcast_create(mfs_t *m, struct fentry *e)
 		mfs_fatal(m, "out of memory");
 	e->be = b;
 	pthread_cond_init(&b->dcv, NULL);
-	int rc = mfs_mbuf_alloc(m, &b->bbuf, e->size);
+	int rc = m->o.zero_copy ? mfs_mbuf_alloc_fd(m, &b->bbuf, e->size) : mfs_mbuf_alloc(m, &b->bbuf, e->size);
 	if (rc)
 		mfs_fatal(m, "cannot allocate the %llu byte broadcast buffer of %s: %s",
 			  (unsigned long long)e->size, e->path, strerror(-rc));
@@ -376,7 +387,8 @@ static void bcast_release(mfs_t *m, struct fentry *e)
 	pthread_mutex_unlock(&e->mu);
 }
 
-static int bcast_read(mfs_t *m, struct fentry *e, char *buf, size_t size, uint64_t off)
+/* wait until [off, off+size) has arrived (and let the demand move on) */
+static void bcast_wait(mfs_t *m, struct fentry *e, size_t size, uint64_t off)
 {
 	struct bcast_entry *b = BC(e);
 	uint64_t need = off + size;
@@ -407,7 +419,22 @@ static int bcast_read(mfs_t *m, struct fentry *e, char *buf, size_t size, uint64
 		SADD(m, read_wait_ns, mfs_now_ns() - t0);
 	}
 	pthread_mutex_unlock(&e->mu);
-	memcpy(buf, b->bbuf.p + off, size);
+}
+
+static int bcast_read(mfs_t *m, struct fentry *e, char *buf, size_t size, uint64_t off)
+{
+	bcast_wait(m, e, size, off);
+	memcpy(buf, BC(e)->bbuf.p + off, size);
+	return (int)size;
+}
+
+/* zero_copy (ours): the bytes stay in the buffer; libfuse splices them from
+ * its file descriptor (or reads them, without splice). The buffer lives
+ * until the entry's last reference, which the open handle holds. */
+static int bcast_read_fd(mfs_t *m, struct fentry *e, size_t size, uint64_t off, int *fd)
+{
+	bcast_wait(m, e, size, off);
+	*fd = BC(e)->bbuf.fd;
 	return (int)size;
 }
 
@@ -422,4 +449,6 @@ const struct mfs_backend mfs_backend_bcast = {
 	.open = bcast_open,
 	.release = bcast_release,
 	.read = bcast_read,
+	.read_fd = bcast_read_fd,
+	.conn_init = bcast_conn_init,
 };

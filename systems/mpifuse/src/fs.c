@@ -312,7 +312,38 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 {
 	mfs_t *m = ctx_mfs();
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
-	if (h->kind != H_PASS) { /* the stats files */
+	if (h->kind == H_ENTRY && m->o.zero_copy && m->be->read_fd) { /* zero_copy: the backend's buffer, by fd */
+		struct fentry *e = h->e;
+		if (off < 0)
+			return -EINVAL;
+		uint64_t t0 = mfs_now_ns(), o = (uint64_t)off;
+		int rc = 0, fd = -1;
+		if (o < e->size) {
+			if (size > e->size - o)
+				size = (size_t)(e->size - o);
+			rc = m->be->read_fd(m, e, size, o, &fd);
+		}
+		if (rc < 0)
+			return rc;
+		struct fuse_bufvec *bv = malloc(sizeof(*bv));
+		if (!bv)
+			return -ENOMEM;
+		*bv = FUSE_BUFVEC_INIT((size_t)rc);
+		if (rc > 0) {
+			bv->buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+			bv->buf[0].fd = fd;
+			bv->buf[0].pos = (off_t)o;
+		}
+		*bufp = bv;
+		SADD(m, read_ns, mfs_now_ns() - t0);
+		SADD(m, read_calls, 1);
+		if (rc > 0) {
+			SADD(m, read_bytes, rc);
+			SADD(m, zc_bytes, rc);
+		}
+		return 0;
+	}
+	if (h->kind != H_PASS) { /* the stats files, empty files */
 		struct fuse_bufvec *bv = malloc(sizeof(*bv));
 		char *mem = malloc(size ? size : 1);
 		if (!bv || !mem) {
@@ -365,7 +396,8 @@ static void fill_ops(mfs_t *m, struct fuse_operations *ops)
 	ops->statfs = op_statfs;
 	ops->open = op_open;
 	ops->read = op_read;
-	if (!m->be->distributed && m->o.splice) /* passthrough: splice from the source */
+	if ((!m->be->distributed && m->o.splice) || /* passthrough: splice from the source */
+	    (m->o.zero_copy && m->be->read_fd))     /* zero_copy: from the backend's buffer */
 		ops->read_buf = op_read_buf;
 	ops->release = op_release;
 	ops->mknod = op_erofs_mknod;
@@ -556,6 +588,9 @@ int mpifuse_start(MPI_Comm comm, const char *mode, const char *source, const cha
 	} else if (mfs_parse_opts(&m->o, options, err, sizeof(err))) {
 		rc = -EINVAL;
 	} else if (m->be->check_opts && m->be->check_opts(m, mode, err, sizeof(err))) {
+		rc = -EINVAL;
+	} else if (m->o.zero_copy && !m->be->read_fd) {
+		snprintf(err, sizeof(err), "zero_copy is a bcast option (mode %s reads through a copy)", mode);
 		rc = -EINVAL;
 	} else if (m->thread_level < MPI_THREAD_SERIALIZED) {
 		snprintf(err, sizeof(err), "MPI thread level %s is insufficient (need SERIALIZED or MULTIPLE)",

@@ -48,6 +48,8 @@ struct mfs_opts {
 	unsigned poll_us;       /* progress thread sleep while windows live     */
 	unsigned idle_poll_us;  /* progress thread sleep otherwise              */
 	uint64_t align;         /* part boundaries are multiples of this        */
+	int zero_copy;          /* bcast: read_buf hands libfuse the buffer's fd
+	                         * (memfd) instead of copying (ours)            */
 	int meta_buffer;        /* osr: the per-byte metadata buffer (paper's
 	                         * first version); 0 = owner from the split,
 	                         * no caching (the paper's Figure 5 variant)    */
@@ -66,6 +68,7 @@ struct mfs_stats {
 	_Atomic uint64_t cache_hits, cache_misses, cache_evictions;
 	_Atomic uint64_t files_created, files_freed;
 	_Atomic uint64_t stream_cpu_ns; /* CPU time of finished bcast stream threads */
+	_Atomic uint64_t zc_bytes;      /* zero_copy: bytes handed to libfuse by fd */
 	_Atomic uint64_t reset_ns;
 };
 
@@ -73,7 +76,8 @@ struct mfs_stats {
 struct mbuf {
 	char *p;
 	size_t len;
-	int kind; /* 0 none, 1 anonymous mmap, 2 file backed mmap */
+	int kind; /* 0 none, 1 anonymous mmap, 2 file backed mmap, 3 memfd mmap */
+	int fd;   /* with_fd: the file behind the mapping (-1 none) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -182,6 +186,9 @@ struct mfs_backend {
 	int (*open)(mfs_t *m, struct fentry *e, uint64_t held_id);
 	void (*release)(mfs_t *m, struct fentry *e);
 	int (*read)(mfs_t *m, struct fentry *e, char *buf, size_t size, uint64_t off);
+	/* zero_copy: like read, but instead of copying say where the bytes lie
+	 * (*fd at offset off), valid while the entry is referenced */
+	int (*read_fd)(mfs_t *m, struct fentry *e, size_t size, uint64_t off, int *fd);
 	/* osr family: this rank's own part has been read into the window */
 	void (*loaded)(mfs_t *m, struct fentry *e);
 };
@@ -274,6 +281,7 @@ int mfs_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
 void mfs_abstime_in(struct timespec *ts, double sec);
 int mfs_cv_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double sec);
 int mfs_mbuf_alloc(mfs_t *m, struct mbuf *b, size_t len);
+int mfs_mbuf_alloc_fd(mfs_t *m, struct mbuf *b, size_t len);
 void mfs_mbuf_free(struct mbuf *b);
 int mfs_pread_full(mfs_t *m, int fd, char *dst, uint64_t len, uint64_t off, atomic_int *cancel);
 int mfs_mpi_test(mfs_t *m, MPI_Request *r);

@@ -161,9 +161,10 @@ int mfs_cv_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double sec)
 /* buffers                                                             */
 /* ------------------------------------------------------------------ */
 
-int mfs_mbuf_alloc(mfs_t *m, struct mbuf *b, size_t len)
+static int mbuf_alloc(mfs_t *m, struct mbuf *b, size_t len, int with_fd)
 {
 	memset(b, 0, sizeof(*b));
+	b->fd = -1;
 	b->len = len;
 	if (len == 0)
 		return 0;
@@ -181,11 +182,33 @@ int mfs_mbuf_alloc(mfs_t *m, struct mbuf *b, size_t len)
 		}
 		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		int e = errno;
-		close(fd);
+		if (p == MAP_FAILED || !with_fd)
+			close(fd);
 		if (p == MAP_FAILED)
 			return -e;
 		b->p = p;
 		b->kind = 2;
+		b->fd = with_fd ? fd : -1;
+		return 0;
+	}
+	if (with_fd) { /* memory with a file descriptor (for splice) */
+		int fd = memfd_create("mpifuse-buffer", MFD_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		if (ftruncate(fd, (off_t)len) != 0) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+		if (p == MAP_FAILED) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		b->p = p;
+		b->kind = 3;
+		b->fd = fd;
 		return 0;
 	}
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -196,10 +219,23 @@ int mfs_mbuf_alloc(mfs_t *m, struct mbuf *b, size_t len)
 	return 0;
 }
 
+int mfs_mbuf_alloc(mfs_t *m, struct mbuf *b, size_t len)
+{
+	return mbuf_alloc(m, b, len, 0);
+}
+
+/* the same, and keep a file descriptor of the memory (b->fd) */
+int mfs_mbuf_alloc_fd(mfs_t *m, struct mbuf *b, size_t len)
+{
+	return mbuf_alloc(m, b, len, 1);
+}
+
 void mfs_mbuf_free(struct mbuf *b)
 {
 	if (b->p && b->len)
 		munmap(b->p, b->len);
+	if (b->fd >= 0 && b->kind)
+		close(b->fd);
 	memset(b, 0, sizeof(*b));
 }
 

@@ -175,6 +175,7 @@ int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errle
 		SIZEOPT("align", align, 1)
 		BOOLOPT("verbose", verbose)
 		BOOLOPT("meta_buffer", meta_buffer)
+		BOOLOPT("zero_copy", zero_copy)
 		else if (!strcmp(tok, "readahead_kb")) {
 			if (!strcmp(val, "-1") || !strcasecmp(val, "off"))
 				o->readahead_kb = -1;
@@ -382,6 +383,7 @@ int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
 	U("files_created", files_created);
 	U("files_freed", files_freed);
 	T("bcast_stream_cpu_s", stream_cpu_ns);
+	U("zero_copy_read_bytes", zc_bytes);
 	/* CPU burnt by this rank: process (all threads) and the MPI thread, now
 	 * and at mount / first open / unmount (keys appear once known); the
 	 * idle share = CPU seconds per wall second from mount to the first open

@@ -81,3 +81,27 @@ def test_meta_buffer_off_is_osr_without_the_buffer(fsjob, built, tmp_path):
     r = subprocess.run(["mpirun", "-n", "1", BIN, "--mode", "osr-refined", "-o", "meta_buffer=off", str(src),
                         str(tmp_path / "m{rank}")], env=mpi_env(), capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "meta_buffer=off is an osr option" in r.stdout + r.stderr
+
+
+def test_zero_copy_only_where_a_buffer_has_an_fd(fsjob, tmp_path):
+    """zero_copy (ours) exists for bcast only: the other modes refuse it at start-up, naming it; with it, bcast hands out every byte by its buffer's fd"""
+    import subprocess
+
+    from mpifuse_testlib import BIN, mpi_env
+    src = tmp_path / "src"
+    src.mkdir()
+    for mode in ("osr", "osr-refined", "passthrough"):
+        r = subprocess.run(["mpirun", "-n", "1", BIN, "--mode", mode, "-o", "zero_copy=on", str(src),
+                            str(tmp_path / "m{rank}")], env=mpi_env(), capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and "zero_copy is a bcast option" in r.stdout + r.stderr, (mode, r.stderr)
+    # bcast: every byte read went out by fd (not through a copy), and the bytes are right
+    (src / "z.bin").write_bytes(os.urandom(3 * MIB + 7))
+    want = sha256_file(src / "z.bin")
+    for opts, by_fd in (("zero_copy=on", True), ("", False)):
+        job = fsjob("bcast", 2, src, opts=opts)
+        assert all(sha256_file(f"{m}/z.bin") == want for m in job.mounts)
+        for r in range(2):
+            st = job.stats(r)
+            assert st["zero_copy"] is by_fd and st["read_bytes"] >= 3 * MIB + 7, st
+            assert st["zero_copy_read_bytes"] == (st["read_bytes"] if by_fd else 0), st
+        assert job.stop() == 0

@@ -42,6 +42,9 @@ CONFIGS = [
     ("bcast", 2, "bcast_on_demand=1,block=128K,bcast_depth=1", False),
     ("bcast", 3, "bcast_on_demand=1,block=128K,bcast_depth=1,max_read=131072,readahead_kb=128", True),
     ("bcast", 3, "bcast_on_demand=1,bcast_depth=3,bcast_sync=none,bcast_root=rr,block=256K,mem_cap=1M", True),
+    # ours: zero_copy, reads handed to libfuse as the buffer's fd (memfd; spool file above mem_cap)
+    ("bcast", 2, "zero_copy=on", False),
+    ("bcast", 3, "zero_copy=on,mem_cap=1M,bcast_on_demand=1,block=128K,bcast_depth=1", True),
 ]
 
 
