@@ -141,3 +141,12 @@ def test_config_defaults_and_named_errors():
         config.validate(config.deep_merge(full, {"cloudcost": {"onprem": {"tiers": {"standard": {
             "servers": {"count": "eight"}}}}}}))
     assert json.dumps(cfg)  # the validated config is plain data
+
+
+def test_tidy_select_matches_all_values_and_absent_columns_give_no_rows():
+    import pandas as pd
+    df = pd.DataFrame({"a": [1, 1, 2], "b": ["x", "y", "x"]})
+    assert tidy.select(df, a=1, b="x").index.tolist() == [0]
+    assert tidy.select(df, b="x").index.tolist() == [0, 2]
+    assert tidy.select(df, c=1).empty  # a configuration no run wrote
+    assert tidy.select(df).index.tolist() == [0, 1, 2]

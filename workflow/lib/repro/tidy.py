@@ -104,6 +104,17 @@ def write_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     return path
 
 
+def select(df: pd.DataFrame, **eq) -> pd.DataFrame:
+    """The rows whose columns equal the given values; no rows when a named column is absent
+    (a study whose runs never wrote that column has no such configuration)."""
+    mask = pd.Series(True, index=df.index)
+    for col, val in eq.items():
+        if col not in df.columns:
+            return df.iloc[0:0]
+        mask &= df[col] == val
+    return df[mask]
+
+
 def summarize(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """count/mean/std/min/max of ``value`` per configuration and metric.
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro import published as rpub
+from repro import published as rpub, tidy
 from studies.inference import layout
 
 NOT_RUN = "not run"
@@ -32,13 +32,7 @@ def read_published(path) -> pd.DataFrame:
 published_value = rpub.number
 
 
-def _sel(df: pd.DataFrame, **eq) -> pd.DataFrame:
-    m = pd.Series(True, index=df.index)
-    for k, v in eq.items():
-        if k not in df.columns:
-            return df.iloc[0:0]
-        m &= df[k] == v
-    return df[m]
+_sel = tidy.select
 
 
 def stats(df: pd.DataFrame, metric: str, keys: list[str], **eq) -> pd.DataFrame:

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from repro import published as rpub
+from repro import published as rpub, tidy
 from studies.serverless import layout
 
 MiB = 2**20
@@ -38,13 +38,7 @@ def kinds(df: pd.DataFrame) -> str:
     return "+".join(k) if k else "real"
 
 
-def _sel(df: pd.DataFrame, **eq) -> pd.DataFrame:
-    m = pd.Series(True, index=df.index)
-    for k, v in eq.items():
-        if k not in df.columns:
-            return df.iloc[0:0]
-        m &= df[k] == v
-    return df[m]
+_sel = tidy.select
 
 
 def stats(df: pd.DataFrame, metric: str, keys: list[str], **eq) -> pd.DataFrame:
