@@ -167,3 +167,26 @@ def test_a_run_without_the_side_by_side_limit_gives_no_ratio(tmp_path):
     lim = L.limit_table(pr, tidy_of(paths), CFG)
     row = lim[(lim["network"] == "IPoIB") & (lim["size"] == "128MiB") & (lim["op"] == "write")].iloc[0]
     assert pr.empty and row["verdict"] == L.NOT_RUN and row["ok_runs_without_limit"] == 1
+
+
+def _row(**kw):
+    base = {"verdict": "not met", "client_ms_per_mib": 40.0, "limit_ms_per_mib": 10.0, "fuse_request_kib": 4.0,
+            "client_wait_ms_per_mib": 0.02, "pool_queue_ms_per_mib": 0.6, "lock_wait_ms_per_mib": 0.04,
+            "mc_rtt_ms": 9.0}
+    return {**base, **kw}
+
+
+def test_the_reading_follows_the_breakdown_not_a_fixed_text():
+    small = L.reading(_row())
+    assert "4 KiB" in small and "per-request cost" in small and "30 ms/MiB gap" in small
+    # the same gap with big requests and most of it spent blocked on stripes reads as waiting, not per request
+    waiting = L.reading(_row(fuse_request_kib=500.0, client_wait_ms_per_mib=20.0))
+    assert "per-request" not in waiting and "blocked on stripes" in waiting
+    queued = L.reading(_row(fuse_request_kib=500.0, pool_queue_ms_per_mib=25.0))
+    assert "queued in the pool" in queued
+    cpu = L.reading(_row(fuse_request_kib=500.0, client_wait_ms_per_mib=1.0, pool_queue_ms_per_mib=1.0))
+    assert "CPU in the FUSE path" in cpu
+    assert "no gap" in L.reading(_row(client_ms_per_mib=9.0))
+    assert "within timing noise" in L.reading(_row(verdict=L.MEASUREMENT_ERROR, client_ms_per_mib=6.7,
+                                                   limit_ms_per_mib=7.2))
+    assert L.reading(_row(client_ms_per_mib=float("nan"))) == ""
