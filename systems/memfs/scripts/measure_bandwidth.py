@@ -15,6 +15,8 @@ and a one-line human summary on stderr.
 
 usage: measure_bandwidth.py [--servers 2] [--size-mib 128] [--stripe 524288]
                             [--threads 8] [--reps 5] [--mcbench-seconds 5]
+                            [--write-bs 1048576] [--memfs-args "--writeback-cache"]
+--write-bs: dd's block size for the write (4096 = the study's iozone 4 KiB records).
 """
 import argparse
 import json
@@ -168,7 +170,11 @@ def main():
     ap.add_argument("--mcbench-seconds", type=float, default=5)
     ap.add_argument("--memfs-args", default="",
                     help="extra memfs arguments for both mounts (e.g. a variant's options)")
+    ap.add_argument("--write-bs", type=int, default=1 << 20,
+                    help="dd block size of the write, bytes (must divide the file size)")
     a = ap.parse_args()
+    if a.write_bs <= 0 or (a.size_mib << 20) % a.write_bs:
+        ap.error(f"--write-bs {a.write_bs} does not divide --size-mib {a.size_mib} MiB")
     size = a.size_mib << 20
     tmp = tempfile.mkdtemp(prefix="memfs-bw-")
     procs, mounts = [], []
@@ -210,8 +216,8 @@ def main():
             reset_stats(A)
             u0 = proc_cpu_split(pa)
             with Cpu([pa], spids) as c:
-                subprocess.run(["dd", "if=/dev/zero", f"of={A}/{f}", "bs=1M",
-                                f"count={a.size_mib}"], check=True, capture_output=True)
+                subprocess.run(["dd", "if=/dev/zero", f"of={A}/{f}", f"bs={a.write_bs}",
+                                f"count={size // a.write_bs}"], check=True, capture_output=True)
             u1 = proc_cpu_split(pa)
             wr.append(size / c.wall)
             bd_w.append(breakdown(read_stats(A)))
@@ -242,7 +248,7 @@ def main():
         med = statistics.median
         res = {
             "file_bytes": size, "servers": a.servers, "stripe_size": a.stripe,
-            "threads": a.threads, "reps": a.reps,
+            "threads": a.threads, "reps": a.reps, "write_bs": a.write_bs,
             "memfs_write_bytes_per_s": med(wr), "memfs_read_bytes_per_s": med(rd),
             "raw_set_bytes_per_s": med(rs), "raw_get_bytes_per_s": med(rg),
             "write_fraction_of_raw_set": med([w / r for w, r in zip(wr, rs)]),

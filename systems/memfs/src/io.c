@@ -484,14 +484,70 @@ int whandle_write(whandle *h, const char *buf, size_t size, off_t off)
         tunlock(&h->mu, lt);
         return -e;
     }
+    if (C.writeback_cache == 2 && (uint64_t)off > h->size) {
+        /* --writeback-cache: the kernel writes dirty pages back in several
+         * concurrent WRITE requests, which FUSE threads may hand us out of
+         * order.  Wait (bounded) for the bytes before this one to arrive. */
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += 10;
+        int rc = 0;
+        while ((uint64_t)off > h->size && !h->err && rc != ETIMEDOUT) {
+            uint64_t t0 = now_ns();
+            ST_ADD(lock_hold_ns, t0 - lt);
+            rc = pthread_cond_timedwait(&h->cv, &h->mu, &dl);
+            lt = now_ns();
+            wait_not_busy(h, &lt);
+        }
+        if (!h->err && (uint64_t)off > h->size) {
+            h->err = EIO; /* sticky: close() fails and the file is not sealed */
+            uint64_t cur = h->size;
+            tunlock(&h->mu, lt);
+            ST_INC(errors_write_once);
+            memfs_log("write-once (writeback cache): %s: write at offset %lld, but the bytes "
+                      "from %" PRIu64 " never arrived (a hole?): EIO, file left unsealed",
+                      h->path, (long long)off, cur);
+            return -EIO;
+        }
+        if (h->err) {
+            int e = h->err;
+            tunlock(&h->mu, lt);
+            return -e;
+        }
+    }
+    if (C.writeback_cache == 2 && (uint64_t)off < h->size && h->cur >= 0 &&
+        (uint64_t)off >= h->slots[h->cur].stripe * h->rec.ss) {
+        /* --writeback-cache: a page written back again (the partial last
+         * page, re-dirtied by the next write).  It is still in the unsent
+         * tail slot: overwrite it there, then append the rest. */
+        wslot *s = &h->slots[h->cur];
+        uint64_t base = s->stripe * h->rec.ss, in = (uint64_t)off - base;
+        size_t n = (size_t)(h->size - (uint64_t)off);
+        if (n > size) n = size;
+        memcpy(s->buf + in, buf, n);
+        ST_ADD(copy_write_bytes, n);
+        if (h->tail_stored > in) h->tail_stored = in; /* flush stores it again */
+        if (n == size) {
+            tunlock(&h->mu, lt);
+            ST_ADD(io_bytes_written, n);
+            return (int)n;
+        }
+        int r = (int)n;
+        tunlock(&h->mu, lt);
+        int r2 = whandle_write(h, buf + n, size - n, off + (off_t)n);
+        return r2 < 0 ? r2 : r + r2;
+    }
     if ((uint64_t)off != h->size) {
         uint64_t cur = h->size;
+        int wb = C.writeback_cache == 2;
+        if (wb && !h->err) h->err = EIO; /* the kernel's error is only seen at close */
         tunlock(&h->mu, lt);
         ST_INC(errors_write_once);
         memfs_log("write-once: %s: non-sequential write at offset %lld (file has %" PRIu64
-                  " bytes; only appending writes are allowed): EROFS",
-                  h->path, (long long)off, cur);
-        return -EROFS;
+                  " bytes; only appending writes are allowed): %s",
+                  h->path, (long long)off, cur,
+                  wb ? "EIO (writeback cache: file left unsealed)" : "EROFS");
+        return wb ? -EIO : -EROFS;
     }
     h->busy = 1;
     size_t done = 0;

@@ -491,7 +491,13 @@ static int m_open(const char *path, struct fuse_file_info *fi)
     rhandle *h = rhandle_new(path, &r, pref);
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->keep_cache = 0;
-    fi->direct_io = C.direct_io || r.state != 'c' || attr_stale(path, r.gen, r.size);
+    /* --writeback-cache: the kernel keeps its own cached i_size of a regular
+     * file for as long as the inode is cached (getattr's size is ignored,
+     * not only for attr_timeout), so a size cached before another node
+     * finished writing would silently cut page-cache reads short; direct-I/O
+     * reads are not clipped to i_size. */
+    fi->direct_io = C.direct_io || C.writeback_cache == 2 || r.state != 'c' ||
+                    attr_stale(path, r.gen, r.size);
     return 0;
 }
 
@@ -807,6 +813,15 @@ static void *m_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * always sets big_writes: no -o max_pages/big_writes in libfuse 3.
      * (This is also libfuse's default; set here so that it is explicit.) */
     conn->max_write = 1u << 20;
+    if (C.writeback_cache) {
+        if (conn->capable & FUSE_CAP_WRITEBACK_CACHE) {
+            conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+            C.writeback_cache = 2;
+        } else {
+            memfs_log("--writeback-cache: the kernel does not offer FUSE_CAP_WRITEBACK_CACHE; "
+                      "mounting without it");
+        }
+    }
     G_conn = conn;
     if (C.verbose)
         memfs_log("max_write=%u max_read=%u max_readahead=%u max_background=%u",
@@ -877,6 +892,10 @@ static void usage(FILE *f)
             "  --direct-io             variant (ours, not the paper's): data files bypass\n"
             "                          the kernel page cache (one kernel copy less per\n"
             "                          byte; no kernel readahead; no shared mmap)\n"
+            "  --writeback-cache       variant (ours, not the paper's): the kernel's FUSE\n"
+            "                          writeback cache batches small writes into requests\n"
+            "                          of up to 1 MiB; close() still stores everything;\n"
+            "                          data files opened for reading use direct I/O\n"
             "  --verbose               log FUSE connection parameters\n"
             "  -h, --help              this help (followed by FUSE's options)\n"
             "  -V, --version           version\n"
@@ -1027,6 +1046,7 @@ int main(int argc, char **argv)
         if (matched < 0) {
             if (!strcmp(a, "--verbose")) { C.verbose = 1; continue; }
             if (!strcmp(a, "--direct-io")) { C.direct_io = 1; continue; }
+            if (!strcmp(a, "--writeback-cache")) { C.writeback_cache = 1; continue; }
             if (!strcmp(a, "-h") || !strcmp(a, "--help")) help = 1;
             if (!strcmp(a, "-V") || !strcmp(a, "--version"))
                 printf("memfs %s (libmemcached %s)\n", MEMFS_VERSION, LIBMEMCACHED_VERSION_STRING);

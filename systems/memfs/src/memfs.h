@@ -25,6 +25,8 @@ typedef struct {
     int         timeout_ms;
     int         verbose;
     int         direct_io;   /* --direct-io (ours, not the paper's): no page cache */
+    int         writeback_cache; /* --writeback-cache (ours, not the paper's): asked for;
+                                    2 once the kernel granted FUSE_CAP_WRITEBACK_CACHE */
     size_t      readahead;   /* kernel readahead of the mount (bdi read_ahead_kb),
                                 bytes; 0 = leave the kernel's default (128 KiB) */
     /* the FUSE connection as negotiated (refreshed when the stats are read) */
