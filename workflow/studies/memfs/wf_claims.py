@@ -183,10 +183,9 @@ def paper_claims(par: pd.DataFrame, st: pd.DataFrame, sw: dict, kind: str) -> li
              "crashes'), Figures 2.7b, 2.8b", kind, OUT, "")
     out.append(K.shape_claim(
         c, None, "not reproducible here, because neither config has a Montage 12x12 instance (local grid 5x5, cluster "
-        "grid 50 ~ Montage 6; 12x12 is about grid 100 with 250 GB of runtime data), and the crash needs a per-node "
-        "memory cap below the scheduler node's share: every node's memcached gets the same memcached_mb with -M "
-        "(errors, no eviction), so the mechanism could be shown by lowering memcached_mb until the locality design's "
-        "scheduler node fills while MemFS fits -- a run whose failure is the result, not implemented yet",
+        "grid 50 ~ Montage 6; 12x12 is about grid 100 with 250 GB of runtime data); the out-of-memory mechanism "
+        "itself is shown at local scale by the montage-memlimit experiment (every node's memcached limited with "
+        "-m <MB> -M; claims M1/M2 in results/memfs/claims_workflows_memlimit.csv, rule memfs_wf_memlimit)",
         "MemFS completes 12x12 at 16-64 nodes; AMFS's scheduler node runs out of memory"))
     # EC2, Figures 2.10-2.15 (2.16 is in the envelope claims)
     for fid, text in (

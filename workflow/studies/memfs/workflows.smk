@@ -270,3 +270,113 @@ rule memfs_measurements:
         **analysis_resources(),
     shell:
         "python3 -m repro.tidy_concat --out {output} {input.parts} > {log} 2>&1"
+
+
+# ---------------------------------------------------------------- montage-memlimit
+# 004 Section 2.4.2: AMFS's scheduler node runs out of memory on Montage 12x12 while MemFS
+# completes -- the mechanism at this config's scale: every node's memcached gets the same
+# limit (-m <MB> -M, errors instead of evictions), Montage runs on both designs at each limit
+# of memlimit.limits_mb and once at memcached_mb (the unlimited reference). A run that fails
+# is a result here: the rule records its exit status and the run's failure record (with the
+# stores' state at failure, wf_memlimit_run.py) is what the claims read.
+#
+#   ./repro snakemake memfs_wf_memlimit
+MWF_ML = MWF.get("memlimit") or {}
+MWF_ML_ON = MWF_ON and bool(MWF_ML.get("enabled"))
+MWF_ML_RAW = (
+    "results/memfs/raw/experiment~montage-memlimit/design~{design}/memcached_mb~{mb}/rep~0.json"
+)
+MWF_ML_DONE = (
+    "results/memfs/memlimit/design~{design}/memcached_mb~{mb}.rc"
+)
+if MWF_ML_ON and int(MWF_ML["claim_limit_mb"]) not in [int(x) for x in MWF_ML["limits_mb"]]:
+    raise ValueError(
+        "config memfs.workflows.memlimit.claim_limit_mb must be one of memfs.workflows.memlimit.limits_mb"
+        f" (got {MWF_ML['claim_limit_mb']} not in {MWF_ML['limits_mb']})"
+    )
+
+
+def mwf_ml_limits():
+    return sorted({int(x) for x in MWF_ML.get("limits_mb", [])} | {int(MWF["memcached_mb"])})
+
+
+rule memfs_wf_memlimit_run:
+    """One Montage run with every node's memcached limited to {mb} MB; its exit status is the output."""
+    input:
+        system_image_input("memfs"),
+        manifest="results/memfs/wf_inputs/montage/manifest.json",
+        code=MWF_CODE,
+        wrapper=study_code("memfs", "wf_memlimit_run"),
+    output:
+        MWF_ML_DONE,
+    log:
+        "results/memfs/log/memlimit/design~{design}/memcached_mb~{mb}.log",
+    wildcard_constraints:
+        design="memfs|locality",
+        mb=r"\d+",
+    resources:
+        **n_plus_1_resources(
+            lambda wc: int(MWF_ML["nodes"]),
+            runtime=MWF["runtime_minutes"],
+            mem_mb=config["cluster"]["mem_mb_per_node"],
+        ),
+    params:
+        raw=lambda wc: MWF_ML_RAW.format(design=wc.design, mb=wc.mb),
+        launcher=MWF["launcher"],
+        network=lambda wc: shlex.quote(json.dumps(MWF["network"])),
+        memfs_opts=lambda wc: shlex.quote(json.dumps(MWF["memfs_opts"])),
+        nodes=MWF_ML.get("nodes", 2),
+        k=MWF_ML.get("tasks_per_node", 1),
+        timeout=MWF["task_timeout_s"],
+        image=(
+            f"--image {sif('memfs')}"
+            if config["containers"]["use_for_benchmarks"]
+            else ""
+        ),
+        mpi_env=MPI_ENV,
+        mwf_env=MWF_ENV,
+    shell:
+        "rm -f {params.raw} $(dirname {params.raw} | sed 's#/raw/#/failed/#')/rep~0.json;"
+        " ({params.mpi_env}; {params.mwf_env} python3 -m studies.memfs.wf_memlimit_run --workflow montage"
+        " --inputs results/memfs/wf_inputs/montage --design {wildcards.design}"
+        " --nodes {params.nodes} --tasks-per-node {params.k} --rep 0 --raw {params.raw}"
+        " --launcher {params.launcher} --network {params.network} --memfs-opts {params.memfs_opts}"
+        " --memcached-mb {wildcards.mb} --task-timeout {params.timeout} {params.image}) > {log} 2>&1"
+        " && rc=0 || rc=$?; echo $rc > {output}"
+
+
+rule memfs_wf_memlimit:
+    """The per-run table and the claims M1 (scheduler node out of memory where MemFS completes), M2."""
+    input:
+        analysis_image_input(),
+        code=study_code("memfs", "wf_memlimit"),
+        done=[
+            MWF_ML_DONE.format(design=d, mb=mb)
+            for d in ("memfs", "locality")
+            for mb in mwf_ml_limits()
+        ]
+        if MWF_ML_ON
+        else [],
+    output:
+        table="results/memfs/tables/memlimit_runs.csv",
+        claims="results/memfs/claims_workflows_memlimit.csv",
+        raws="results/memfs/memlimit/raws.txt",
+    log:
+        "results/memfs/log/workflows_memlimit.log",
+    container:
+        ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    params:
+        raws=[
+            MWF_ML_RAW.format(design=d, mb=mb)
+            for d in ("memfs", "locality")
+            for mb in mwf_ml_limits()
+        ],
+        limit=MWF_ML.get("claim_limit_mb", 0),
+        ref=MWF["memcached_mb"],
+        nodes=MWF_ML.get("nodes", 2),
+    shell:
+        "printf '%s\\n' {params.raws:q} > {output.raws};"
+        f" {study_module('memfs', 'wf_memlimit')} --raws {{output.raws}} --limit-mb {{params.limit}}"
+        " --ref-mb {params.ref} --nodes {params.nodes} --table {output.table} --out {output.claims} > {log} 2>&1"
