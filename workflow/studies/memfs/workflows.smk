@@ -195,6 +195,10 @@ rule memfs_workflows:
             MWF_OUT[k]
             for k in ("claims", "table23", "figure27", "figure28", "figure29")
         ],
+        # montage-memlimit (defined below; a function, so it is read once the whole file is)
+        lambda wc: (
+            ["results/memfs/claims_workflows_memlimit.csv"] if MWF_ML_ON else []
+        ),
 
 
 rule memfs_wf_kick_inputs:
