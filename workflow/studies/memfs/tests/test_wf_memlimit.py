@@ -119,3 +119,8 @@ def test_failure_record_path_is_beside_raw(tmp_path):
     p = _failed(tmp_path, "locality", 22, enospc=(1, 0))
     assert not Path(p).exists() and rawio.failure_path(p).exists()
     assert W.load_record(p)["status"] == "failed"
+
+
+def test_experiment_off_gives_not_run():
+    c = {x.claim_id: x for x in W.build(W.runs_table([]), LIMIT, REF, 2)}
+    assert c["M1"].verdict == "not run" and c["M2"].verdict == "not run"
