@@ -384,3 +384,20 @@ rule memfs_wf_memlimit:
         "printf '%s\\n' {params.raws:q} > {output.raws};"
         f" {study_module('memfs', 'wf_memlimit')} --raws {{output.raws}} --limit-mb {{params.limit}}"
         " --ref-mb {params.ref} --nodes {params.nodes} --table {output.table} --out {output.claims} > {log} 2>&1"
+
+
+# the montage-memlimit experiment in the study's report: its claims (M1, M2) and its per-run table
+if MWF_ML_ON:
+    _mwf_report_add("claims", ["results/memfs/claims_workflows_memlimit.csv"])
+    _mwf_report_add(
+        "tables",
+        [
+            {
+                "path": "results/memfs/tables/memlimit_runs.csv",
+                "caption": "Montage under a per-node memory limit (the mechanism behind 004's 'AMFS's scheduler "
+                "node runs out of memory on Montage 12x12', at local scale): every node's memcached limited to "
+                "the same -m MB with -M (refuse, never evict); per design and limit, the run's status, which "
+                "node's store refused and what each store held. The unlimited reference run is the last limit.",
+            }
+        ],
+    )
