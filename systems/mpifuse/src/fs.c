@@ -21,6 +21,7 @@
 #define STATS_PATH "/.mpifuse-stats"
 #define RESET_PATH "/.mpifuse-stats-reset"
 #define MAX_HANDLES 64
+#define WAKE_SIG (SIGRTMAX - 3) /* wakes the FUSE loop at stop (stop_fuse) */
 
 static pthread_mutex_t g_hmu = PTHREAD_MUTEX_INITIALIZER;
 static mfs_t *g_handles[MAX_HANDLES];
@@ -39,7 +40,50 @@ struct handle {
 	char *data;
 	size_t len;
 	struct stat st;
+	/* open files: on m->h_list until their RELEASE (or the stop's) */
+	char *path;
+	struct handle *hprev, *hnext;
 };
+
+static void handle_list_add(mfs_t *m, struct handle *h, const char *path)
+{
+	h->path = strdup(path);
+	pthread_mutex_lock(&m->h_mu);
+	h->hprev = NULL;
+	h->hnext = m->h_list;
+	if (m->h_list)
+		m->h_list->hprev = h;
+	m->h_list = h;
+	m->h_open++;
+	pthread_mutex_unlock(&m->h_mu);
+}
+
+static void handle_list_remove(mfs_t *m, struct handle *h)
+{
+	pthread_mutex_lock(&m->h_mu);
+	if (h->hprev)
+		h->hprev->hnext = h->hnext;
+	else
+		m->h_list = h->hnext;
+	if (h->hnext)
+		h->hnext->hprev = h->hprev;
+	h->hprev = h->hnext = NULL;
+	m->h_open--;
+	pthread_cond_broadcast(&m->h_cv);
+	pthread_mutex_unlock(&m->h_mu);
+}
+
+/* what RELEASE does with an open file's handle (after handle_list_remove) */
+static void handle_free(mfs_t *m, struct handle *h)
+{
+	if (h->kind == H_PASS && h->fd >= 0)
+		close(h->fd);
+	if (h->kind == H_ENTRY)
+		mfs_release(m, h->e);
+	free(h->path);
+	free(h->data);
+	free(h);
+}
 
 static mfs_t *ctx_mfs(void)
 {
@@ -217,6 +261,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		fi->direct_io = 1;
 		fi->keep_cache = 0;
 		fi->fh = (uint64_t)(uintptr_t)h;
+		handle_list_add(m, h, rel(path));
 		return 0;
 	}
 	SADD(m, open_calls, 1);
@@ -249,6 +294,7 @@ out:
 	} else {
 		fi->fh = (uint64_t)(uintptr_t)h;
 		fi->keep_cache = m->o.keep_cache;
+		handle_list_add(m, h, r);
 	}
 	SADD(m, open_ns, mfs_now_ns() - t0);
 	return rc;
@@ -261,12 +307,8 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	if (!h)
 		return 0;
-	if (h->kind == H_PASS && h->fd >= 0)
-		close(h->fd);
-	if (h->kind == H_ENTRY)
-		mfs_release(m, h->e);
-	free(h->data);
-	free(h);
+	handle_list_remove(m, h);
+	handle_free(m, h);
 	return 0;
 }
 
@@ -422,6 +464,12 @@ static void *fuse_thread(void *arg)
 {
 	mfs_t *m = arg;
 	int rc;
+	if (m->wake_sig) { /* the stop's wake-up; libfuse's workers inherit the mask */
+		sigset_t w;
+		sigemptyset(&w);
+		sigaddset(&w, WAKE_SIG);
+		pthread_sigmask(SIG_UNBLOCK, &w, NULL);
+	}
 	if (m->o.threads) {
 		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 		fuse_loop_cfg_set_max_threads(cfg, (unsigned)m->o.max_threads);
@@ -474,11 +522,81 @@ static void set_readahead(mfs_t *m)
 		mfs_vlog(m, "cannot set %s: %s", p, strerror(errno));
 }
 
+/* The FUSE loop checks its exit flag only between requests (and, the
+ * multithreaded loop's main thread, when its semaphore wait is interrupted).
+ * Without a wake-up it ends only when the unmount ends the connection, which
+ * a lazy unmount does not while a process still has a file (or directory) of
+ * the mount open. The wake-up is a signal to the loop's thread (no handler
+ * semantics: it only interrupts the wait with EINTR), never a request to our
+ * own mount: a thread of the daemon waiting for its own FUSE answer would
+ * keep the process (and the mount) alive forever if the process is killed
+ * meanwhile. The signal is used only while its disposition is the default
+ * (the application does not use it). */
+static void wake_handler(int sig)
+{
+	(void)sig;
+}
+
+static int wake_sig_install(void)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static int state; /* 0 not tried, 1 ours, -1 in use by the application */
+	pthread_mutex_lock(&mu);
+	if (state == 0) {
+		struct sigaction old, sa;
+		state = -1;
+		if (sigaction(WAKE_SIG, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+		    old.sa_handler == SIG_DFL) {
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = wake_handler;
+			sigemptyset(&sa.sa_mask);
+			sa.sa_flags = 0; /* no SA_RESTART: the wait returns EINTR */
+			if (sigaction(WAKE_SIG, &sa, NULL) == 0)
+				state = 1;
+		}
+	}
+	int ok = state == 1;
+	pthread_mutex_unlock(&mu);
+	return ok;
+}
+
+/* Stop: wait up to stop_grace for the RELEASE of the files still open on
+ * this mount (the kernel sends it asynchronously after the last close; a
+ * program may still hold a file), then end the loop and unmount; handles
+ * whose RELEASE never came are released here (each holds a reference on its
+ * distributed entry, which the shutdown's teardown would wait for forever).
+ * Returns how many were released here. */
 static int stop_fuse(mfs_t *m)
 {
 	if (!m->fuse)
 		return 0;
+	if (m->fuse_started && !atomic_load(&m->fuse_ended)) {
+		pthread_mutex_lock(&m->h_mu);
+		uint64_t t0 = mfs_now_ns();
+		while (m->h_open > 0 && (double)(mfs_now_ns() - t0) / 1e9 < m->o.stop_grace &&
+		       !atomic_load(&m->fuse_ended))
+			mfs_cv_wait(&m->h_cv, &m->h_mu, 0.05);
+		if (m->h_open > 0) {
+			char names[1024] = "";
+			size_t l = 0;
+			for (struct handle *h = m->h_list; h && l < sizeof(names) - 1; h = h->hnext)
+				l += (size_t)snprintf(names + l, sizeof(names) - l, "%s%s", l ? ", " : "",
+						      h->path ? h->path : "?");
+			fprintf(stderr,
+				"mpifuse: rank %d: warning: %d file(s) still open at unmount after the %g s grace, "
+				"released by the file system: %s (their readers get ENOTCONN)\n",
+				m->rank, m->h_open, m->o.stop_grace, names);
+		}
+		pthread_mutex_unlock(&m->h_mu);
+	}
 	fuse_exit(m->fuse);
+	if (m->fuse_started && m->wake_sig) { /* repeated: a signal just before the wait is missed */
+		uint64_t t0 = mfs_now_ns();
+		while (!atomic_load(&m->fuse_ended) && mfs_now_ns() - t0 < 2000000000ull) {
+			pthread_kill(m->fuse_thr, WAKE_SIG);
+			usleep(10000);
+		}
+	}
 	if (m->mounted) {
 		fuse_unmount(m->fuse);
 		m->mounted = 0;
@@ -495,7 +613,20 @@ static int stop_fuse(mfs_t *m)
 	}
 	fuse_destroy(m->fuse);
 	m->fuse = NULL;
-	return 0;
+	/* no request comes any more: what was not released, never will be */
+	int n = 0;
+	for (;;) {
+		pthread_mutex_lock(&m->h_mu);
+		struct handle *h = m->h_list;
+		pthread_mutex_unlock(&m->h_mu);
+		if (!h)
+			break;
+		mfs_vlog(m, "releasing %s (no RELEASE came before the unmount)", h->path ? h->path : "?");
+		handle_list_remove(m, h);
+		handle_free(m, h);
+		n++;
+	}
+	return n;
 }
 
 static int agree(mfs_t *m, int rc)
@@ -568,6 +699,8 @@ int mpifuse_start(MPI_Comm comm, const char *mode, const char *source, const cha
 	pthread_cond_init(&m->tab_cv, NULL);
 	pthread_mutex_init(&m->load_mu, NULL);
 	pthread_cond_init(&m->load_cv, NULL);
+	pthread_mutex_init(&m->h_mu, NULL);
+	pthread_cond_init(&m->h_cv, NULL);
 	mfs_stats_zero(&m->st);
 	MPI_Query_thread(&m->thread_level);
 	m->serialized = m->thread_level < MPI_THREAD_MULTIPLE;
@@ -660,6 +793,7 @@ int mpifuse_start(MPI_Comm comm, const char *mode, const char *source, const cha
 	fuse_opt_free_args(&args);
 	all = agree(m, rc);
 	if (all == 0) {
+		m->wake_sig = wake_sig_install();
 		if (mfs_spawn(&m->fuse_thr, fuse_thread, m) != 0)
 			mfs_fatal(m, "cannot create the FUSE thread");
 		m->fuse_started = 1;

@@ -29,6 +29,7 @@ struct mfs_opts {
 	int splice;             /* passthrough: splice from the source fd       */
 	double timeout;         /* seconds without progress before aborting     */
 	double linger;          /* seconds an unused file stays distributed     */
+	double stop_grace;      /* stop: seconds to wait for open files' RELEASE */
 	uint64_t idle_cache;    /* bytes (file sizes) of unused files kept      */
 	uint64_t mem_cap;       /* larger buffers are file backed in spool dir  */
 	char spool[PATH_MAX];   /* directory for file backed buffers            */
@@ -213,6 +214,13 @@ struct mfs {
 	pthread_t fuse_thr;
 	int fuse_started;
 	atomic_int fuse_ended;
+	/* open file handles (fs.c): stop waits stop_grace for their RELEASE,
+	 * then releases what the kernel never will */
+	int wake_sig;           /* the FUSE loop can be woken by a signal */
+	pthread_mutex_t h_mu;
+	pthread_cond_t h_cv;
+	struct handle *h_list;
+	int h_open;
 	int mounted;
 
 	/* MPI thread */

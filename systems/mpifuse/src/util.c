@@ -81,6 +81,7 @@ void mfs_default_opts(struct mfs_opts *o)
 	o->splice = 0;
 	o->timeout = 60.0;
 	o->linger = 5.0;
+	o->stop_grace = -1; /* auto: min(5 s, timeout/2) */
 	o->idle_cache = 4ull << 30;
 	o->mem_cap = 0;
 	const char *t = getenv("TMPDIR");
@@ -161,6 +162,7 @@ int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errle
 		BOOLOPT("splice", splice)
 		DBLOPT("timeout", timeout)
 		DBLOPT("linger", linger)
+		DBLOPT("stop_grace", stop_grace)
 		SIZEOPT("idle_cache", idle_cache, 0)
 		SIZEOPT("mem_cap", mem_cap, 0)
 		SIZEOPT("chunk", chunk, 0)
@@ -227,6 +229,12 @@ int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errle
 	}
 	if (rc == 0 && o->timeout < 1.0) {
 		snprintf(err, errlen, "timeout must be >= 1 s");
+		rc = -1;
+	}
+	if (rc == 0 && o->stop_grace == -1)
+		o->stop_grace = o->timeout / 2 < 5.0 ? o->timeout / 2 : 5.0;
+	if (rc == 0 && !(o->stop_grace >= 0 && o->stop_grace <= o->timeout / 2)) {
+		snprintf(err, errlen, "stop_grace must be between 0 and timeout/2 (%g s)", o->timeout / 2);
 		rc = -1;
 	}
 	return rc;
