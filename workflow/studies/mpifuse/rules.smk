@@ -212,6 +212,7 @@ rule mpifuse_speed_report:
     output:
         table=MF_OUT["speed_table"],
         report=MF_OUT["speed_report"],
+        issue13=MF_OUT["speed_issue13"],
     log:
         "results/mpifuse/log/speed_report.log",
     container:
@@ -220,7 +221,7 @@ rule mpifuse_speed_report:
         **analysis_resources(),
     shell:
         "python3 -m studies.mpifuse.speed_report --raw {input.raw} --published {input.published} --table {output.table}"
-        " --report {output.report} > {log} 2>&1"
+        " --report {output.report} --issue13 {output.issue13} > {log} 2>&1"
 
 
 rule mpifuse_kick:
@@ -230,7 +231,7 @@ rule mpifuse_kick:
 
 rule mpifuse:
     input:
-        [MF_OUT["speed_table"], MF_OUT["speed_report"]]
+        [MF_OUT["speed_table"], MF_OUT["speed_report"], MF_OUT["speed_issue13"]]
         if MF["speed"]["enabled"]
         else [],
         MF_OUT["claims"],

@@ -465,6 +465,7 @@ def main() -> int:
     ap.add_argument("--published")
     ap.add_argument("--table", required=True)
     ap.add_argument("--report", required=True)
+    ap.add_argument("--issue13", help="issue 13's table (earlier values, this run's ratios, target, verdict) as CSV")
     a = ap.parse_args()
     rec = rawio.read(a.raw)
     pub = published.load(a.published) if a.published else None
@@ -472,6 +473,8 @@ def main() -> int:
     thr = thr.copy()
     thr["system_kind"] = rec["system_kind"]
     tidy.write_csv(thr, a.table)
+    if a.issue13:
+        tidy.write_csv(issue13(rec, thr).assign(system_kind=rec["system_kind"]), a.issue13)
     Path(a.report).parent.mkdir(parents=True, exist_ok=True)
     Path(a.report).write_text(text)
     print(text)

@@ -162,7 +162,8 @@ def test_paper_passthrough_cost_and_the_report_files(tmp_path):
     rawio.write_json_atomic(raw, rec)
     out = subprocess.run([PY, "-m", "studies.mpifuse.speed_report", "--raw", str(raw), "--published",
                           str(PUBLISHED), "--table", str(tmp_path / "speed.csv"), "--report",
-                          str(tmp_path / "report.md")], capture_output=True, text=True, cwd=REPO)
+                          str(tmp_path / "report.md"), "--issue13", str(tmp_path / "issue13.csv")],
+                         capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
     text = (tmp_path / "report.md").read_text()
     assert "+231 % (Table I, scratch, 1 node, 1 GB" in text
@@ -170,3 +171,6 @@ def test_paper_passthrough_cost_and_the_report_files(tmp_path):
     assert "[1.5, 1.0, 0.8]" in text and "[2.5, 1.2, 0.9]" in text  # load at the start and the end
     csv = pd.read_csv(tmp_path / "speed.csv")
     assert csv.set_index(["variant", "tool"]).loc[("passthrough", "dd"), "ratio_median"] == pytest.approx(0.25)
+    i13 = pd.read_csv(tmp_path / "issue13.csv")  # the same rows as the report's issue-13 table
+    assert len(i13) == 4 and i13["row"].str.contains("kernel FUSE passthrough").sum() == 2
+    assert "earlier (issue 13)" in i13.columns and set(i13["system_kind"]) == {rec["system_kind"]}
