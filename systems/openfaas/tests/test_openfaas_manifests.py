@@ -54,6 +54,28 @@ def test_versions_and_layout_follow_the_paper(docs):
         assert svcs[f]["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
 
 
+def _no_resources(docs):
+    """No per-instance CPU/memory requests or limits: the paper left the platforms "mostly in their
+    default configurations" (Sec. 4.2), and faas-netes sets none unless the function asks."""
+    deps = by_kind(docs, "Deployment")
+    for f in FUNCTIONS:
+        (c,) = deps[f]["spec"]["template"]["spec"]["containers"]
+        assert "resources" not in c, f"{f}: {c.get('resources')}"
+
+
+def test_functions_have_no_cpu_or_memory_limits(docs, tmp_path):
+    _no_resources(docs)
+    old = tmp_path / "functions"  # the manifests before issue 21 had a 1-CPU limit: seen
+    shutil.copytree(FOLDER / "k8s" / "functions", old)
+    text = (old / "reverse.yaml").read_text()
+    (old / "reverse.yaml").write_text(text.replace("          readinessProbe:", "          resources:\n"
+                                                   "            limits: {cpu: \"1\", memory: 1Gi}\n"
+                                                   "          readinessProbe:"))
+    out = subprocess.run([k8scheck.kubectl(), "kustomize", str(old)], capture_output=True, text=True, check=True)
+    with pytest.raises(AssertionError, match="reverse"):
+        _no_resources(list(yaml.safe_load_all(out.stdout)))
+
+
 def test_a_broken_manifest_is_rejected_with_the_field_named(tmp_path):
     broken = tmp_path / "functions"
     shutil.copytree(FOLDER / "k8s" / "functions", broken)
