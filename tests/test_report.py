@@ -87,3 +87,24 @@ def test_report_from_what_exists_after_a_failed_benchmark_job(snake, workspace, 
     # within 36 months with the assumed prices (the model's result, issue 12): "not reproduced", never failed
     assert set(combined[combined.study == "tco"].verdict) == {"reproduced"}
     assert set(combined[combined.study == "cloudcost"].verdict) <= {"reproduced", "not reproduced", "informative"}
+
+
+def test_front_page_names_each_stand_in_once_and_says_why_a_claim_missed():
+    """Issue 23's newcomer findings: memfs listed one emulated link four times (claims join several
+    kinds in one string), and claims without a note had an empty 'why' on the front page."""
+    from types import SimpleNamespace
+
+    from repro import report
+
+    kinds = {"stand-in:ipoib link emulated by netns+tc HTB (10000 Mbit/s)",
+             "stand-in: ipoib link emulated by netns+tc HTB (10000 Mbit/s); "
+             "1gbe link emulated by netns+tc HTB (1000 Mbit/s)",
+             "stand-in:1gbe link emulated by netns+tc HTB (1000 Mbit/s),stand-in:network-namespaces"}
+    assert report.standin_names(kinds) == ["1gbe link emulated by netns+tc HTB (1000 Mbit/s)",
+                                           "ipoib link emulated by netns+tc HTB (10000 Mbit/s)",
+                                           "network-namespaces"]
+    r = SimpleNamespace(note="", published="104.10", reproduced="80.2", unit="req/s", tolerance="within 10 %",
+                        system_kind="real")
+    assert report.why_text(r) == "expected 104.10 req/s, measured 80.2 req/s (tolerance: within 10 %)"
+    r.note, r.system_kind = "server bound", "stand-in:tfserving"
+    assert report.why_text(r) == "stand-in (stand-in:tfserving). server bound"

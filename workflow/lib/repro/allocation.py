@@ -29,7 +29,7 @@ import re
 import shutil
 import socket
 import subprocess
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["Node", "Allocation", "AllocationError", "current", "from_scontrol", "local", "here",
            "source_address", "parse_job", "parse_node"]

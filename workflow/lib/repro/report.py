@@ -215,6 +215,30 @@ def stand_ins(meas: pd.DataFrame) -> pd.DataFrame:
     return si.groupby(keys).size().reset_index(name="rows")
 
 
+def standin_names(kinds) -> list[str]:
+    """Each stand-in named once: a claim's system_kind may join several (``stand-in: a; b`` or
+    ``stand-in:a,stand-in:b``), and the runs' kinds repeat the same ones."""
+    names: set[str] = set()
+    for k in kinds:
+        for part in str(k).replace(",stand-in:", ";").split(";"):
+            part = part.strip().removeprefix("stand-in:").strip()
+            if part:
+                names.add(part)
+    return sorted(names)
+
+
+def why_text(r) -> str:
+    """Why a claim missed: its note, else what was expected against what was seen and the tolerance
+    (a claim without a note still says something a reader can check)."""
+    why = str(r.note or "").strip()
+    if not why:
+        why = (f"expected {r.published} {r.unit or ''}".rstrip() + f", measured {r.reproduced} {r.unit or ''}".rstrip()
+               + (f" (tolerance: {r.tolerance})" if str(r.tolerance or "").strip() else ""))
+    if str(r.system_kind).startswith("stand-in:"):
+        why = f"stand-in ({r.system_kind}). {why}"
+    return why
+
+
 def status_counts(meas: pd.DataFrame) -> dict:
     if meas.empty or "status" not in meas.columns:
         return {}
@@ -254,7 +278,7 @@ class Study:
         kinds = set(self.standin_table.system_kind) if not self.standin_table.empty else set()
         kinds |= {k for k in self.claims.system_kind.astype(str) if k.startswith("stand-in:")}
         self.standin_kinds = sorted(kinds)
-        self.standin_names = sorted({k.removeprefix("stand-in:").strip() for k in kinds})
+        self.standin_names = standin_names(kinds)
         self.seconds = measured_seconds(st.get("benchmarks", []))
         self.counts = self.claims.verdict.value_counts().to_dict()
 
@@ -317,9 +341,7 @@ def missed_table(claims: pd.DataFrame, link: bool) -> str:
     for r in rows.itertuples(index=False):
         unit = str(r.unit or "")
         study = f'<a href="{esc(r.study)}.html#claims">{esc(r.study)}</a>' if link else esc(r.study)
-        why = str(r.note or "")
-        if str(r.system_kind).startswith("stand-in:"):
-            why = f"stand-in ({r.system_kind}). {why}"
+        why = why_text(r)
         out.append(
             f"<tr><td>{study}</td><td>{esc(r.claim)} <span class=muted>({esc(r.paper_ref)})</span></td>"
             f"<td>{esc(fmt_value(r.published, unit))} {esc(unit)}</td>"
