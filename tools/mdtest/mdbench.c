@@ -20,7 +20,9 @@
  * write -w bytes + close), file stat, file read (open + read -e bytes +
  * close), file removal, tree removal.  With --dirs or -D, directory creation
  * (mkdir), directory stat (stat, must be a directory), directory read (opendir +
- * readdir to the end + closedir) and directory removal (rmdir) of -n directories
+ * readdir to the end + closedir), directory rename (rename in place to NAME.renamed,
+ * when all phases run, as mdtest's default "Directory rename") and directory removal
+ * (rmdir) of -n directories
  * per task run after tree creation and before the file phases, as in mdtest;
  * their rows ("Directory creation" ...) head the summary.  Without either flag
  * the phases and the summary are exactly those of the files-only mdbench.  Any
@@ -46,7 +48,7 @@
 #define MAXDIRS 4096
 
 enum { P_TREE_CREATE, P_CREATE, P_STAT, P_READ, P_REMOVE, P_TREE_REMOVE,
-       P_DCREATE, P_DSTAT, P_DREAD, P_DREMOVE, NPHASE };
+       P_DCREATE, P_DSTAT, P_DREAD, P_DRENAME, P_DREMOVE, NPHASE };
 
 static int rank, size;
 static long items = 0;
@@ -54,6 +56,8 @@ static long wbytes = 0, rbytes = 0;
 static int iterations = 1, unique = 0, verbose = 0;
 static int do_dirs = 0, do_files = 1; /* --dirs: both; -D: directories only */
 static int do_create, do_stat, do_read, do_remove;
+static int do_rename;   /* directory rename: on when every phase runs (mdtest's default without -F) */
+static int renamed;     /* the directories of this iteration carry the renamed name */
 static char *paths[MAXDIRS];
 static int path_count = 0;
 static char *wbuf, *rbuf;
@@ -104,7 +108,8 @@ static void dirname_of(char *out, size_t cap, int iter, long i)
 {
     char d[MAXP];
     taskdir(d, sizeof d, iter);
-    pathfit(snprintf(out, cap, "%s/dir.mdtest.%d.%ld", d, rank, i), cap, d);
+    pathfit(snprintf(out, cap, renamed ? "%s/dir.mdtest.%d.%ld.renamed" : "%s/dir.mdtest.%d.%ld", d, rank, i),
+            cap, d);
 }
 
 static double phase(int which, int iter)
@@ -200,6 +205,19 @@ static double phase(int which, int iter)
             if (closedir(dp)) fail("closedir", p);
         }
         break;
+    case P_DRENAME:
+        /* each task renames its own directories in place (mdtest's "Directory rename"); the
+           removal phase then removes them under their new names */
+        for (long i = 0; i < items; i++) {
+            char to[MAXP];
+            renamed = 0;
+            dirname_of(p, sizeof p, iter, i);
+            renamed = 1;
+            dirname_of(to, sizeof to, iter, i);
+            if (rename(p, to)) fail("rename", p);
+        }
+        renamed = 1;
+        break;
     case P_DREMOVE:
         for (long i = 0; i < items; i++) {
             dirname_of(p, sizeof p, iter, i);
@@ -282,7 +300,7 @@ int main(int argc, char **argv)
         exit(2);
     }
     if (dirs_only) do_dirs = 1, do_files = 0;
-    if (!do_create && !do_stat && !do_read && !do_remove) do_create = do_stat = do_read = do_remove = 1;
+    if (!do_create && !do_stat && !do_read && !do_remove) do_create = do_stat = do_read = do_remove = do_rename = 1;
     for (char *s = strtok(dirarg, "@"); s && path_count < MAXDIRS; s = strtok(NULL, "@")) paths[path_count++] = s;
     if (path_count > size) {
         if (rank == 0) fprintf(stderr, "mdbench: cannot have more directory paths than MPI tasks\n");
@@ -339,11 +357,13 @@ int main(int argc, char **argv)
     double *rate = calloc((size_t)iterations * NPHASE, sizeof *rate);
     for (int it = 0; it < iterations; it++) {
         double t;
+        renamed = 0;
         t = phase(P_TREE_CREATE, it);
         rate[it * NPHASE + P_TREE_CREATE] = (unique ? size : 1) / t;
         if (do_dirs) {
             static const struct { int phase; int *on; } dp[] = {
-                { P_DCREATE, &do_create }, { P_DSTAT, &do_stat }, { P_DREAD, &do_read }, { P_DREMOVE, &do_remove } };
+                { P_DCREATE, &do_create }, { P_DSTAT, &do_stat }, { P_DREAD, &do_read }, { P_DRENAME, &do_rename },
+                { P_DREMOVE, &do_remove } };
             for (size_t k = 0; k < sizeof dp / sizeof dp[0]; k++) {
                 if (!*dp[k].on) continue;
                 t = phase(dp[k].phase, it);
@@ -381,6 +401,7 @@ int main(int argc, char **argv)
             { P_DCREATE, "Directory creation        :", &do_create },
             { P_DSTAT, "Directory stat            :", &do_stat },
             { P_DREAD, "Directory read            :", &do_read },
+            { P_DRENAME, "Directory rename          :", &do_rename },
             { P_DREMOVE, "Directory removal         :", &do_remove },
         };
         static const struct { int phase; const char *label; int *on; } rows[] = {
