@@ -21,7 +21,22 @@ OUT = "results/serverless/claims.csv"
 # bands: the paper's ratio with the slack its own wording gives ("about 1.5", "slight edge", "about 60 %")
 IMAGE_RATIO_BAND = (1.25, 1.9)      # "about 1.5 times" (7.17 / 4.58 = 1.57)
 NP_EDGE_BAND = (1.0, 1.25)          # "a slight edge" (16.04 / 14.93 = 1.07)
-PARALLEL_RATIO_MIN = 1.3            # "outperform OpenFaaS by about 60 %" (1.66)
+PARALLEL_RATIO_BAND = (1.3, 2.0)    # "outperform OpenFaaS by about 60 %" (1.66 and 1.66): about, both ways
+CLEARLY_AHEAD_MIN = 1.15            # "Nuclio clearly outperforms OpenFaaS for four or more function instances"
+GAIN_8_16_OPENFAAS_MAX = 1.5        # "the performance increase from eight function instances to sixteen is not as
+GAIN_8_16_NUCLIO_MAX = 1.25         #  significant as one might expect, especially for Nuclio" (2.0 if it scaled)
+SINGLE_BANDS = {                    # Sec. 3.2 / Table 2, single requests: the paper's ratio with about +-0.2
+    ("nuclio-cpp", "openfaas"): (1.29, (1.1, 1.5)),    # "about 29 % more" (9.64 / 7.47 = 1.29)
+    ("nuclio-go", "nuclio-cpp"): (1.32, (1.1, 1.6)),   # "32 % more than Nuclio" (12.71 / 9.64 = 1.32)
+    ("nuclio-go", "openfaas"): (1.59, (1.3, 2.1)),     # "59 % more than OpenFaaS" (Table 2: 12.71 / 7.47 = 1.70)
+}
+PARALLEL_PEAK_INSTANCES = (4, 8)    # "the throughput peaks were for four or eight function instances instead of 16"
+LARGER_BETTER_MIN_RANK_CORR = 0.9   # "larger requests lead to better throughput": rank correlation size vs rate
+S_LOW_MAX = 0.05                    # S-shape: the smallest size's rate at most 5 % of the curve's top ...
+S_TOP_STEP_MAX = 0.5                # ... and the last doubling's rise at most half the steepest one (it flattens)
+S_MIN_SIZES = 5
+IPERF_FAR_BELOW_MAX = 100 / 700     # "far below the 700 MiB/s ... far more promising if any of the workloads
+                                    #  reached at least 100 MiB/s": the paper's best is 44.79 / 700 = 0.064
 PARALLEL_NUCLIO_GO_SAME = 0.15      # "almost identical" (33.27 vs 33.25)
 NP_EFFICIENCY_MIN = 0.75            # "scale almost proportionally"
 MEANS_WITHIN = 0.9                  # "all within 90 % of the arithmetic mean"
@@ -38,6 +53,32 @@ def _kind(*rows) -> str:
 
 def _fmt(x, nd=2) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
+
+
+def imposed_by_standin(c: claims.Claim, why: str) -> claims.Claim:
+    """A claim whose outcome a local stand-in imposes by construction is informative where it rests on
+    stand-in rows (the observed relation and what the verdict would have been stay visible); on the
+    cluster (real rows) it keeps its verdict."""
+    if c.verdict in (claims.REPRODUCED, claims.NOT_REPRODUCED) and "stand-in:" in (c.system_kind or ""):
+        c.reproduced = f"{c.reproduced} [would read: {c.verdict}]"
+        c.verdict = claims.INFO
+        c.note = (c.note + "; " if c.note else "") + f"informative locally: {why}"
+    return c
+
+
+def _rank_corr(x, y) -> float:
+    """Spearman's rank correlation (ties averaged), NaN for fewer than 3 points or a constant series."""
+    if len(x) < 3:
+        return float("nan")
+    rx, ry = pd.Series(list(x)).rank(), pd.Series(list(y)).rank()
+    if rx.std() == 0 or ry.std() == 0:
+        return float("nan")
+    return float(rx.corr(ry))
+
+
+def _series(st: pd.DataFrame, key: str) -> pd.Series:
+    s = st.dropna(subset=["mean"])
+    return s.set_index(key)["mean"].sort_index()
 
 
 def image_nuclio_vs_openfaas(df, pub, cfg) -> list[claims.Claim]:
@@ -128,7 +169,8 @@ def bytes_parallel(df, pub, cfg) -> list[claims.Claim]:
     pk = {p: analysis.bytes_peak(df, "parallel", p) for p in layout.PLATFORMS}
     k = _kind(*pk.values())
     c1 = _base("bytes_parallel_nuclio_above_openfaas", "Byte reversal, parallel: Nuclio and Nuclio Go outperform "
-               "OpenFaaS by about 60 %", "003 Sec. 3.2, Table 2", "serverless_table (table2)",
+               "OpenFaaS by about 60 % (about 1.6x, a band both ways)", "003 Sec. 3.2, Table 2",
+               "serverless_table (table2)",
                "results/serverless/tables/table2.csv", "ratio", k)
     c2 = _base("bytes_parallel_nuclio_go_equals_nuclio", "Byte reversal, parallel: Nuclio and Nuclio Go are almost "
                "identical", "003 Sec. 3.2, Table 2", "serverless_table (table2)",
@@ -138,9 +180,10 @@ def bytes_parallel(df, pub, cfg) -> list[claims.Claim]:
                 claims.shape_claim(c2, None, "not run", "1.00 (33.25 / 33.27)")]
     o, n, g = (pk[p]["mean"] for p in ("openfaas", "nuclio-cpp", "nuclio-go"))
     r1, r2 = n / o, g / o
-    return [claims.shape_claim(c1, min(r1, r2) >= PARALLEL_RATIO_MIN,
+    lo, hi = PARALLEL_RATIO_BAND
+    return [claims.shape_claim(c1, lo <= r1 <= hi and lo <= r2 <= hi,
                                f"Nuclio {r1:.2f}x, Nuclio Go {r2:.2f}x OpenFaaS ({n:.2f}, {g:.2f} vs {o:.2f} MiB/s); "
-                               f"want both >= {PARALLEL_RATIO_MIN}", "1.66 and 1.66 (33.27, 33.25 vs 20.00 MiB/s)"),
+                               f"band [{lo}, {hi}] for both", "1.66 and 1.66 (33.27, 33.25 vs 20.00 MiB/s)"),
             claims.shape_claim(c2, abs(g / n - 1) <= PARALLEL_NUCLIO_GO_SAME,
                                f"{g / n:.2f} ({g:.2f} / {n:.2f} MiB/s); want within ±{PARALLEL_NUCLIO_GO_SAME:.0%}",
                                "1.00 (33.25 / 33.27)")]
@@ -158,11 +201,11 @@ def nuclio_go_refuses_above_limit(df, pub, cfg) -> list[claims.Claim]:
         c.note = "needs sizes on both sides of 2 MiB, run"
         return [claims.shape_claim(c, None, "not run", "all > 2 MiB fail, all <= 2 MiB succeed")]
     holds = bool((above.ok == 0).all() and (above.refused > 0).all() and (below.failed == 0).all())
-    obs = (f"above {limit} B: {int(above.refused.sum())} runs refused (HTTP 4xx), {int(above.ok.sum())} ok; "
+    obs = (f"above {int(limit)} B: {int(above.refused.sum())} runs refused (HTTP 4xx), {int(above.ok.sum())} ok; "
            f"at or below: {int(below.ok.sum())} ok, {int(below.failed.sum())} failed")
-    c.note = "the stand-in's limit is set to the paper's 2 MiB (standin.max_body): the claim checks the mechanism " \
-             "end to end (413 reaches the director, which records the size as failed), not Nuclio's own limit"
-    return [claims.shape_claim(c, holds, obs, "all > 2 MiB fail, all <= 2 MiB succeed")]
+    out = claims.shape_claim(c, holds, obs, "all > 2 MiB fail, all <= 2 MiB succeed")
+    return [imposed_by_standin(out, "the stand-in's body limit is set to the paper's 2 MiB (serverless.standin."
+                                    "max_body), so the outcome is imposed; on the cluster the real Nuclio Go decides")]
 
 
 def single_peak_at_largest_size(df, pub, cfg) -> list[claims.Claim]:
@@ -204,18 +247,52 @@ def means_within_90(df, pub, cfg) -> list[claims.Claim]:
 
 
 def below_limits(df, pub, cfg) -> list[claims.Claim]:
+    """Two claims: below the director's own ceiling at the same size (a ratio above 1 is a measurement
+    error, not a result: a sanity check) and "far below" the iPerf line, with the paper's ratio."""
     lim = analysis.limits(df)
     b = lim[lim.what.str.startswith("bytes")] if len(lim) else lim
-    c = _base("bytes_far_below_path_limit", "Every platform's byte-reversal throughput stays below the path's limits "
-              "(the director against a bare echo server, iperf3): far below the 700 MiB/s iPerf line",
-              "003 Sec. 3.2", "serverless_aggregate", "results/serverless/tables/limits.csv", "fraction",
-              _kind(*[r for _, r in b.iterrows()]) if len(b) else "not run")
-    if b.empty or b.fraction_of_ceiling.isna().all() or b.fraction_of_iperf3.isna().all():
-        return [claims.shape_claim(c, None, "not run", "< 1 (33.25 / 700 = 0.048)")]
-    fc, fi = float(b.fraction_of_ceiling.max()), float(b.fraction_of_iperf3.max())
-    return [claims.shape_claim(c, fc < 1.0 and fi < 1.0,
-                               f"largest fraction of the ceiling {fc:.3f}, of iperf3 {fi:.3f}",
-                               "< 1 (33.25 / 700 = 0.048); a ratio above 1 is a measurement error")]
+    c = _base("bytes_below_echo_ceiling", "Every platform's byte-reversal throughput stays below the director's "
+              "ceiling against a bare echo server at the same size (above 1 would be a measurement error)",
+              "003 Sec. 3.2; CONVENTIONS (limits)", "serverless_aggregate", "results/serverless/tables/limits.csv",
+              "fraction", _kind(*[r for _, r in b.iterrows()]) if len(b) else "not run")
+    if b.empty or b.fraction_of_ceiling.isna().all():
+        out = [claims.shape_claim(c, None, "not run", "< 1")]
+    else:
+        fc = float(b.fraction_of_ceiling.max())
+        out = [claims.shape_claim(c, fc < 1.0, f"largest fraction of the ceiling {fc:.3f}", "< 1")]
+    out += far_below_iperf(df, pub, cfg)
+    return out
+
+
+def far_below_iperf(df, pub, cfg) -> list[claims.Claim]:
+    """The fastest platform rate in MiB/s (byte reversal parallel or single, image either variant) over
+    iperf3 on the same path; the paper: 44.79 (Nuclio NP) and 33.25 (parallel Nuclio Go) of 700 MiB/s,
+    0.064 and 0.048, and "at least 100 MiB/s" (0.14) would have been "far more promising"."""
+    ip = analysis.stats(df, "throughput", ["variant"], workload="limit", variant="iperf3").dropna(subset=["mean"])
+    rates = []
+    for variant in ("parallel", "single"):
+        for p in layout.PLATFORMS:
+            pk = analysis.bytes_peak(df, variant, p)
+            if pk is not None:
+                rates.append((float(pk["mean"]), f"{layout.LABELS[p]} bytes {variant}", pk))
+    mib = analysis.stats(df, "throughput", ["variant", "platform", "instances"], workload="image")
+    mib = mib[mib.platform.isin(["openfaas", "nuclio-cpp"])].dropna(subset=["mean"])
+    for _, r in mib.iterrows():
+        rates.append((float(r["mean"]), f"{layout.LABELS[r['platform']]} image {r['variant']}", r))
+    iperf_pub = analysis.published_value(pub, workload="network", platform="iperf", metric="throughput") or 700.0
+    paper = (f"{44.79 / iperf_pub:.3f} (44.79 MiB/s Nuclio NP / {iperf_pub:g}; bytes 33.25 / {iperf_pub:g} = "
+             f"{33.25 / iperf_pub:.3f}); 'far below' read as < {IPERF_FAR_BELOW_MAX:.3f} (100 / 700)")
+    c = _base("far_below_iperf", "The fastest workload stays far below the iPerf line (the paper: 44.79 and 33.25 "
+              "MiB/s of 700; 100 MiB/s would have been 'far more promising')", "003 Sec. 3.2 (and 2.2, 3.1)",
+              "serverless_aggregate", "results/serverless/tables/limits.csv", "fraction",
+              _kind(*[r for *_, r in rates], ip.iloc[0] if len(ip) else None) if rates else "not run")
+    if not rates or ip.empty:
+        return [claims.shape_claim(c, None, "not run", paper)]
+    best, what, _ = max(rates, key=lambda x: x[0])
+    f = best / float(ip["mean"].iloc[0])
+    return [claims.shape_claim(c, f < IPERF_FAR_BELOW_MAX,
+                               f"{f:.3f} ({what} {best:.2f} MiB/s / iperf3 {float(ip['mean'].iloc[0]):.1f} MiB/s); "
+                               f"paper {44.79 / iperf_pub:.3f}; band < {IPERF_FAR_BELOW_MAX:.3f}", paper)]
 
 
 def image_below_baseline(df, pub, cfg) -> list[claims.Claim]:
@@ -231,6 +308,182 @@ def image_below_baseline(df, pub, cfg) -> list[claims.Claim]:
               f"{int(pk[0]['instances'])} / {int(pk[1]['instances'])} instances")
     return [claims.shape_claim(c, max(f) < 1.0, f"OpenFaaS {f[0]:.2f}, Nuclio {f[1]:.2f} of the baseline",
                                "OpenFaaS 0.36, Nuclio 0.57 of the baseline")]
+
+
+def image_nuclio_clearly_ahead_from_4(df, pub, cfg) -> list[claims.Claim]:
+    st = analysis.image_stats(df)
+    st = st[st.variant == "processing"]
+    o = _series(st[st.platform == "openfaas"], "instances")
+    n = _series(st[st.platform == "nuclio-cpp"], "instances")
+    common = [i for i in o.index if i in n.index and i >= 4]
+    c = _base("image_nuclio_clearly_ahead_from_4", "Image processing: Nuclio clearly outperforms OpenFaaS for four "
+              "or more function instances", "003 Sec. 3.1, Figure 1", "serverless_figure (figure1)",
+              "results/serverless/tables/figure1.csv", "ratio",
+              _kind(*[r for _, r in st[st.platform.isin(["openfaas", "nuclio-cpp"])].iterrows()]))
+    expected = f"Nuclio / OpenFaaS >= {CLEARLY_AHEAD_MIN} at every n >= 4 (1.57 at 16: 7.17 / 4.58)"
+    if not common:
+        c.note = "needs 4 or more instances on both platforms"
+        return [claims.shape_claim(c, None, "not run", expected)]
+    r = {int(i): n[i] / o[i] for i in common}
+    return [claims.shape_claim(c, min(r.values()) >= CLEARLY_AHEAD_MIN,
+                               ", ".join(f"{v:.2f} at {i}" for i, v in r.items()) + f"; want >= {CLEARLY_AHEAD_MIN}",
+                               expected)]
+
+
+def image_peak_at_16(df, pub, cfg) -> list[claims.Claim]:
+    out = []
+    st = analysis.image_stats(df)
+    for p in ("openfaas", "nuclio-cpp"):
+        s = _series(st[(st.variant == "processing") & (st.platform == p)], "instances")
+        c = _base(f"image_peak_at_16_{p}", f"Image processing: {layout.LABELS[p]} reaches its highest rate with "
+                  "sixteen function instances (one per core of the 4 x 4 vCPU cluster)", "003 Sec. 3.1, Figure 1",
+                  "serverless_figure (figure1)", "results/serverless/tables/figure1.csv", "instances",
+                  _kind(*[r for _, r in st[(st.variant == "processing") & (st.platform == p)].iterrows()]))
+        if 16 not in s.index:
+            c.note = "needs 16 instances (the cluster config)"
+            out.append(claims.shape_claim(c, None, "not run", "peak at 16 instances"))
+            continue
+        best = int(s.idxmax())
+        paper = {"openfaas": 4.58, "nuclio-cpp": 7.17}[p]
+        out.append(claims.shape_claim(c, best == 16, f"peak at {best} instances ({s.max():.2f} images/s)",
+                                      f"peak at 16 instances ({paper} images/s)"))
+    return out
+
+
+def image_8_to_16_small(df, pub, cfg) -> list[claims.Claim]:
+    """OpenFaaS's step from 8 to 16 instances is small (< 1.5, 2.0 if it scaled) and Nuclio's smaller
+    still ("especially for Nuclio"); Nuclio's own band is nuclio_barely_changes_8_16's."""
+    st = analysis.image_stats(df)
+    st = st[st.variant == "processing"]
+    s = {p: _series(st[st.platform == p], "instances") for p in ("openfaas", "nuclio-cpp")}
+    k = _kind(*[r for _, r in st[st.platform.isin(["openfaas", "nuclio-cpp"])].iterrows()])
+    c1 = _base("image_openfaas_small_gain_8_to_16", "Image processing: OpenFaaS gains little from 8 to 16 instances "
+               "(not as significant as one might expect)", "003 Sec. 3.1, Figure 1", "serverless_figure (figure1)",
+               "results/serverless/tables/figure1.csv", "ratio", k)
+    c2 = _base("image_8_to_16_gain_smaller_for_nuclio", "Image processing: the 8 -> 16 gain is smaller for Nuclio "
+               "than for OpenFaaS ('especially for Nuclio')", "003 Sec. 3.1, Figure 1", "serverless_figure (figure1)",
+               "results/serverless/tables/figure1.csv", "ratio", k)
+    if any(8 not in x.index or 16 not in x.index for x in s.values()):
+        for c in (c1, c2):
+            c.note = "needs 8 and 16 instances (the cluster config)"
+        return [claims.shape_claim(c1, None, "not run", f"16/8 in [1.0, {GAIN_8_16_OPENFAAS_MAX})"),
+                claims.shape_claim(c2, None, "not run", "Nuclio's 16/8 < OpenFaaS's")]
+    g = {p: x[16] / x[8] for p, x in s.items()}
+    return [claims.shape_claim(c1, 1.0 <= g["openfaas"] < GAIN_8_16_OPENFAAS_MAX,
+                               f"16/8 ratio {g['openfaas']:.2f}; band [1.0, {GAIN_8_16_OPENFAAS_MAX})",
+                               f"16/8 in [1.0, {GAIN_8_16_OPENFAAS_MAX}) (2.0 if it scaled)"),
+            claims.shape_claim(c2, g["nuclio-cpp"] < g["openfaas"],
+                               f"Nuclio {g['nuclio-cpp']:.2f} vs OpenFaaS {g['openfaas']:.2f}",
+                               "Nuclio's 16/8 < OpenFaaS's")]
+
+
+def bytes_parallel_peak_4_or_8(df, pub, cfg) -> list[claims.Claim]:
+    out = []
+    st = analysis.bytes_stats(df, "parallel")
+    for p in layout.PLATFORMS:
+        s = st[st.platform == p].dropna(subset=["mean"])
+        pk = analysis.bytes_peak(df, "parallel", p)
+        pub_n = {"openfaas": 4, "nuclio-cpp": 8, "nuclio-go": 8}[p]
+        c = _base(f"bytes_parallel_peak_4_or_8_{p}", f"Byte reversal, parallel: {layout.LABELS[p]} peaks at four or "
+                  "eight function instances, not sixteen", "003 Sec. 3.2, Table 2", "serverless_table (table2)",
+                  "results/serverless/tables/table2.csv", "instances", _kind(pk))
+        if pk is None or not {4, 8, 16} <= {int(i) for i in s.instances}:
+            c.note = "needs 4, 8 and 16 instances (the cluster config)"
+            out.append(claims.shape_claim(c, None, "not run", f"{pub_n} (Table 2)"))
+            continue
+        n = int(pk["instances"])
+        out.append(claims.shape_claim(c, n in PARALLEL_PEAK_INSTANCES,
+                                      f"peak at {n} instances ({pk['mean']:.2f} MiB/s at {int(pk['size'])} B)",
+                                      f"{pub_n} (Table 2); want 4 or 8"))
+    return out
+
+
+def s_shape(sizes, rates) -> tuple[bool, str]:
+    """Rates against log2(size) resemble a sigmoid: near zero at the smallest size (<= S_LOW_MAX of the
+    top), rising (rank correlation >= 0.9), and flattening at the top: the last doubling's rise is at
+    most S_TOP_STEP_MAX of the steepest one, which lies inside the sweep."""
+    y = [float(v) for _, v in sorted(zip(sizes, rates))]
+    top = max(y)
+    if top <= 0:
+        return False, "no positive rate"
+    yn = [v / top for v in y]
+    d = [b - a for a, b in zip(yn, yn[1:])]
+    steep = max(d)
+    i = d.index(steep)
+    rc = _rank_corr(sorted(sizes), y)
+    ok = (yn[0] <= S_LOW_MAX and rc >= 0.9 and steep > 0 and i < len(d) - 1
+          and d[-1] <= S_TOP_STEP_MAX * steep)
+    return ok, (f"smallest {yn[0]:.3f} of the top, steepest rise {steep:.2f} at step {i + 1}/{len(d)}, "
+                f"last step {d[-1]:.2f}, rank corr {rc:.2f}")
+
+
+def bytes_parallel_s_shape(df, pub, cfg) -> list[claims.Claim]:
+    out = []
+    st = analysis.bytes_stats(df, "parallel")
+    for p in layout.PLATFORMS:
+        pk = analysis.bytes_peak(df, "parallel", p)
+        c = _base(f"bytes_parallel_s_shape_{p}", f"Byte reversal, parallel: {layout.LABELS[p]}'s throughput against "
+                  "the request size (log2) resembles the S-shape of a logistic curve", "003 Sec. 3.2, Figure 3b,d,f",
+                  "serverless_figure (figure3)", "results/serverless/tables/figure3.csv", "shape", _kind(pk))
+        expected = (f"S-shape: smallest <= {S_LOW_MAX} of the top, rising, last doubling's rise <= "
+                    f"{S_TOP_STEP_MAX} x the steepest")
+        if pk is None:
+            out.append(claims.shape_claim(c, None, "not run", expected))
+            continue
+        s = st[(st.platform == p) & (st.instances == pk["instances"])].dropna(subset=["mean"])
+        if len(s) < S_MIN_SIZES:
+            c.note = f"needs at least {S_MIN_SIZES} request sizes"
+            out.append(claims.shape_claim(c, None, "not run", expected))
+            continue
+        ok, obs = s_shape(list(s["size"]), list(s["mean"]))
+        out.append(claims.shape_claim(c, ok, f"at {int(pk['instances'])} instances: {obs}", expected))
+    return out
+
+
+def bytes_single_larger_better(df, pub, cfg) -> list[claims.Claim]:
+    out = []
+    st = analysis.bytes_stats(df, "single")
+    for p in layout.PLATFORMS:
+        pk = analysis.bytes_peak(df, "single", p)
+        c = _base(f"bytes_single_larger_is_faster_{p}", f"Byte reversal, single: larger requests lead to better "
+                  f"throughput ({layout.LABELS[p]})", "003 Sec. 3.2, Figure 3a,c,e", "serverless_figure (figure3)",
+                  "results/serverless/tables/figure3.csv", "rank corr", _kind(pk))
+        expected = f"rank correlation of size and throughput >= {LARGER_BETTER_MIN_RANK_CORR}"
+        if pk is None:
+            out.append(claims.shape_claim(c, None, "not run", expected))
+            continue
+        s = st[(st.platform == p) & (st.instances == pk["instances"])].dropna(subset=["mean"])
+        rc = _rank_corr(s["size"], s["mean"])
+        if math.isnan(rc):
+            out.append(claims.shape_claim(c, None, "not run", expected))
+            continue
+        out.append(claims.shape_claim(c, rc >= LARGER_BETTER_MIN_RANK_CORR,
+                                      f"rank correlation {rc:.2f} over {len(s)} sizes at {int(pk['instances'])} "
+                                      "instances", expected))
+    return out
+
+
+def bytes_single_ratios(df, pub, cfg) -> list[claims.Claim]:
+    out = []
+    pk = {p: analysis.bytes_peak(df, "single", p) for p in layout.PLATFORMS}
+    for (a, b), (paper, (lo, hi)) in SINGLE_BANDS.items():
+        pa = analysis.published_value(pub, workload="bytes", variant="single", platform=analysis.PUB_NAME[a],
+                                      metric="peak_throughput")
+        pb = analysis.published_value(pub, workload="bytes", variant="single", platform=analysis.PUB_NAME[b],
+                                      metric="peak_throughput")
+        table = f"; Table 2: {pa / pb:.2f}" if pa and pb else ""
+        c = _base(f"bytes_single_ratio_{a}_over_{b}", f"Byte reversal, single requests: {layout.LABELS[a]} processes "
+                  f"about {round((paper - 1) * 100)} % more bytes per second than {layout.LABELS[b]}",
+                  "003 Sec. 3.2, Table 2", "serverless_table (table2)", "results/serverless/tables/table2.csv",
+                  "ratio", _kind(pk[a], pk[b]))
+        expected = f"{paper:.2f} (text){table}; band [{lo}, {hi}]"
+        if pk[a] is None or pk[b] is None:
+            out.append(claims.shape_claim(c, None, "not run", expected))
+            continue
+        r = pk[a]["mean"] / pk[b]["mean"]
+        out.append(claims.shape_claim(c, lo <= r <= hi, f"{r:.2f} ({pk[a]['mean']:.2f} / {pk[b]['mean']:.2f} MiB/s); "
+                                      f"band [{lo}, {hi}]", expected))
+    return out
 
 
 def info_values(df, pub, cfg) -> list[claims.Claim]:
@@ -258,8 +511,10 @@ def info_values(df, pub, cfg) -> list[claims.Claim]:
     return out
 
 
-BUILDERS = [image_nuclio_vs_openfaas, np_openfaas_slight_edge, np_scales_proportionally, nuclio_barely_changes_8_16,
-            image_below_baseline, bytes_single_order, bytes_parallel, nuclio_go_refuses_above_limit,
+BUILDERS = [image_nuclio_vs_openfaas, image_nuclio_clearly_ahead_from_4, image_peak_at_16, np_openfaas_slight_edge,
+            np_scales_proportionally, nuclio_barely_changes_8_16, image_8_to_16_small, image_below_baseline,
+            bytes_single_order, bytes_single_ratios, bytes_single_larger_better, bytes_parallel,
+            bytes_parallel_peak_4_or_8, bytes_parallel_s_shape, nuclio_go_refuses_above_limit,
             single_peak_at_largest_size, means_within_90, below_limits, info_values]
 
 
