@@ -57,3 +57,39 @@ def slurm_cluster():
     yield
     if not was_up:
         subprocess.run([str(script), "down"], capture_output=True, timeout=120)
+
+
+class MultihostCluster:
+    """The multi-host Slurm cluster of ``multihost-cluster.sh``: nodes that are hosts (own network
+    namespace, address, hostname, /tmp and /dev/shm). Its clients need ``env`` (SLURM_CONF)."""
+
+    script = REPO / "workflow" / "scripts" / "slurm" / "multihost-cluster.sh"
+
+    def __init__(self, nodes: int, state_dir: str = "/var/tmp/repro-slurm-mh"):
+        self.nodes = nodes
+        self.conf = f"{state_dir}/slurm.conf"
+        self.env = dict(os.environ, SLURM_CONF=self.conf)
+
+    def run(self, *args, check=True, timeout=300, **kw) -> subprocess.CompletedProcess:
+        """A Slurm client (srun, sbatch, scontrol ...) or a script subcommand against this cluster."""
+        cmd = [str(self.script), *args[1:]] if args[0] == "script" else list(args)
+        return subprocess.run(cmd, env=self.env, capture_output=True, text=True, check=check,
+                              timeout=timeout, **kw)
+
+
+@pytest.fixture(scope="session")
+def slurm_multihost():
+    """A 4-node multi-host Slurm cluster (node0..node3 on 10.79.0.10-13), started if needed and
+    stopped at the end of the session if this session started it (also after a failure)."""
+    if shutil.which("slurmctld") is None:
+        pytest.skip("Slurm is not installed (./repro setup installs it)")
+    if os.geteuid() != 0:
+        pytest.skip("the multi-host cluster needs root (namespaces)")
+    c = MultihostCluster(4)
+    was_up = c.run("script", "status", check=False).returncode == 0
+    try:
+        c.run("script", "up", "4", timeout=180)
+        yield c
+    finally:
+        if not was_up:
+            c.run("script", "down", check=False, timeout=180)

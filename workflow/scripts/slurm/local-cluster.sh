@@ -13,6 +13,17 @@
 # step strips SLURM_CONF, so the config must be at /etc/slurm/slurm.conf (a symlink).
 set -euo pipefail
 
+# `--multihost` (anywhere): the cluster whose nodes are hosts of their own (network namespace,
+# address, hostname, private /tmp and /dev/shm): multihost-cluster.sh, which the tests and the
+# rehearsal use. This one-host mode stays for what it is good at (no root, no namespaces).
+for _a in "$@"; do
+    if [ "$_a" = --multihost ]; then
+        _args=()
+        for _b in "$@"; do [ "$_b" = --multihost ] || _args+=("$_b"); done
+        exec "$(dirname "${BASH_SOURCE[0]}")/multihost-cluster.sh" "${_args[@]}"
+    fi
+done
+
 DIR=${REPRO_SLURM_DIR:-/var/tmp/repro-slurm}
 NODES_DEFAULT=${REPRO_SLURM_NODES:-8}
 CPUS=${REPRO_SLURM_CPUS:-2}
@@ -186,5 +197,5 @@ case "${1:-}" in
     up) up "${2:-}" ;;
     down) down ;;
     status) status ;;
-    *) echo "usage: $0 up [NODES] | down | status" >&2; exit 2 ;;
+    *) echo "usage: $0 up [NODES] | down | status   (add --multihost for nodes that are hosts)" >&2; exit 2 ;;
 esac
