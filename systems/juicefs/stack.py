@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import sys
 from pathlib import Path
 
@@ -55,13 +54,15 @@ class JuiceFSStack(Stack):
         dm.add_port_arguments(p, mount="JuiceFS", redis=(6379, "Redis"), minio=(9000, "MinIO"),
                               gateway=(9080, "JuiceFS S3 gateway"))
         p.add_argument("--data", type=Path, help="MinIO's data directory (default STATE/minio-data)")
+        p.add_argument("--cache-dir", type=Path, help="JuiceFS caches, node-local (default STATE/cache)")
         dm.add_host_arguments(p, "the first runs Redis, the JuiceFS mount and gateway; each runs a MinIO server")
 
     def start(self) -> None:
         a = self.args
         hosts = self.hosts()
-        single = len(hosts) == 1
-        ip = "127.0.0.1" if single else socket.gethostbyname(hosts[0])
+        single = self.loopback()
+        ip = self.address(hosts[0])
+        cache = (a.cache_dir or self.state / "cache").resolve()
         jfs = juicefs_binary()
         redis = dm.which("redis-server", "install the Debian packages in systems/juicefs/debian-packages.txt")
         mnt = (a.mount or self.state / "mnt").resolve()
@@ -71,15 +72,16 @@ class JuiceFSStack(Stack):
             if a.data is not None:
                 raise StackError(f"--data {data} is not empty (JuiceFS formats a new volume on every up)")
             shutil.rmtree(data)
-        for d in (self.state / "redis", self.state / "cache", mnt):
+        for d in (self.state / "redis", cache, mnt):
             d.mkdir(parents=True, exist_ok=True)
 
         # Redis: metadata engine (no snapshots: the benchmark measures the file system, not Redis' fork)
-        dm.require_port_free("redis", a.redis_port, ip)
-        rd = self.launch("redis", self.on_host(hosts[0], [
+        if single:
+            dm.require_port_free("redis", a.redis_port, ip)
+        rd = self.launch_on(hosts[0], "redis", [
             redis, "--port", str(a.redis_port), "--bind", ip, "--daemonize", "no", "--save", "",
             "--appendonly", "no", "--dir", str(self.state / "redis"), "--logfile", "",
-            "--protected-mode", "yes" if single else "no"]))
+            "--protected-mode", "yes" if single else "no"], serves=f"{ip}:{a.redis_port}")
         dm.wait_port(rd, a.redis_port, 30, ip)
         meta = f"redis://{ip}:{a.redis_port}/1"
 
@@ -98,18 +100,21 @@ class JuiceFSStack(Stack):
             raise StackError(f"jfs-mount: {mnt} is already a mount point")
         self.add_mount(mnt)
         common = ["--no-usage-report", "--cache-size", "1024"]
-        m = self.launch("jfs-mount", [jfs, "mount", *common, "--cache-dir", str(self.state / "cache" / "mount"),
-                                      meta, str(mnt)])
+        # the mount on this host (the driver: mdtest's tasks run here), a client of Redis and MinIO
+        m = self.launch_on("localhost", "jfs-mount", [jfs, "mount", *common, "--cache-dir", str(cache / "mount"),
+                                                      meta, str(mnt)], serves=f"mount {mnt} (client of {meta})")
         dm.wait_until(f"JuiceFS mounted at {mnt}", lambda: dm.mounted(mnt), 60, m)
 
         # S3 gateway: top-level directories are buckets; its own credentials
         gw_creds = new_credentials(f"http://{ip}:{a.gateway_port}")
-        dm.require_port_free("jfs-gateway", a.gateway_port, ip)
+        if single:
+            dm.require_port_free("jfs-gateway", a.gateway_port, ip)
         env = dict(os.environ, MINIO_ROOT_USER=gw_creds["access_key"], MINIO_ROOT_PASSWORD=gw_creds["secret_key"],
                    MINIO_BROWSER="off")
-        gw = self.launch("jfs-gateway", [jfs, "gateway", *common, "--multi-buckets", "--cache-dir",
-                                         str(self.state / "cache" / "gateway"), meta, f"{ip}:{a.gateway_port}"],
-                         env=env)
+        # the S3 gateway is part of the system under test: on the first system node, bound to its address
+        gw = self.launch_on(hosts[0], "jfs-gateway", [jfs, "gateway", *common, "--multi-buckets", "--cache-dir",
+                                                      str(cache / "gateway"), meta, f"{ip}:{a.gateway_port}"],
+                            env=env, serves=f"{ip}:{a.gateway_port}")
         s3 = S3Client(gw_creds["endpoint"], gw_creds["access_key"], gw_creds["secret_key"])
         dm.wait_until("the JuiceFS gateway to answer signed S3 requests", s3.healthy, 60, gw)
 

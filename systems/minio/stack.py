@@ -88,18 +88,21 @@ def new_credentials(endpoint: str) -> dict:
             "secret_key": secrets.token_hex(20), "region": "us-east-1"}
 
 
-def server_argv(binary: str, data: Path, port: int, hosts: list[str]) -> dict[str, list[str]]:
+def server_argv(binary: str, data: Path, port: int, hosts: list[str],
+                addresses: list[str] | None = None) -> dict[str, list[str]]:
     """The MinIO server command per host.
 
-    One host: `minio server DATA` on 127.0.0.1:PORT. Several hosts: each runs
-    `minio server http://h0:PORT/DATA/h0 ... http://hN:PORT/DATA/hN` bound to its own address: one
-    distributed pool whose drives are per-host sub-directories of DATA (a shared Lustre directory).
+    One host: `minio server DATA` on ADDRESS:PORT (127.0.0.1 when it is this host). Several hosts:
+    each runs `minio server http://a0:PORT/DATA/h0 ... http://aN:PORT/DATA/hN` bound to its own
+    address aI (the allocation's NodeAddr; DNS of the host name without `addresses`): one distributed
+    pool whose drives are per-host sub-directories of DATA (a shared Lustre directory, or node-local).
     """
+    addrs = addresses or [h if h[:1].isdigit() else socket.gethostbyname(h) for h in hosts]
     if len(hosts) == 1:
-        return {hosts[0]: [binary, "server", "--quiet", "--address", f"127.0.0.1:{port}", str(data)]}
-    drives = [f"http://{h}:{port}{data}/{h}" for h in hosts]
-    return {h: [binary, "server", "--quiet", "--address", f"{socket.gethostbyname(h)}:{port}", *drives]
-            for h in hosts}
+        return {hosts[0]: [binary, "server", "--quiet", "--address", f"{addrs[0]}:{port}", str(data)]}
+    drives = [f"http://{(addresses or hosts)[i]}:{port}{data}/{h}" for i, h in enumerate(hosts)]
+    return {h: [binary, "server", "--quiet", "--address", f"{addrs[i]}:{port}", *drives]
+            for i, h in enumerate(hosts)}
 
 
 def start_minio(stack: Stack, name: str, data: Path, port: int, creds: dict,
@@ -109,15 +112,21 @@ def start_minio(stack: Stack, name: str, data: Path, port: int, creds: dict,
     env = dict(os.environ, MINIO_ROOT_USER=creds["access_key"], MINIO_ROOT_PASSWORD=creds["secret_key"],
                MINIO_BROWSER="off", MINIO_UPDATE="off", MINIO_PROMETHEUS_AUTH_TYPE="public")
     data = Path(data).resolve()
-    argvs = server_argv(minio_binary(), data, port, hosts)
+    addrs = [stack.address(h) for h in hosts]
+    argvs = server_argv(minio_binary(), data, port, hosts, addrs)
     if len(hosts) == 1:
-        data.mkdir(parents=True, exist_ok=True)
-        dm.require_port_free(name, port)
-        daemons = [stack.launch(name, argvs[hosts[0]], env=env)]
+        if stack.loopback():
+            data.mkdir(parents=True, exist_ok=True)
+            dm.require_port_free(name, port)
+        else:
+            stack.run(stack.on_host(hosts[0], ["mkdir", "-p", str(data)]), f"{name} data on {hosts[0]}")
+        daemons = [stack.launch_on(hosts[0], name, argvs[hosts[0]], env=env, serves=f"{addrs[0]}:{port}")]
     else:
+        # each drive on its own host (node-local data need the directory made there)
         for h in hosts:
-            (data / h).mkdir(parents=True, exist_ok=True)
-        daemons = [stack.launch(f"{name}@{h}", stack.on_host(h, argv), env=env) for h, argv in argvs.items()]
+            stack.run(stack.on_host(h, ["mkdir", "-p", str(data / h)]), f"{name} drive on {h}")
+        daemons = [stack.launch_on(h, f"{name}@{h}", argv, env=env, serves=f"{addrs[i]}:{port}")
+                   for i, (h, argv) in enumerate(argvs.items())]
     s3 = S3Client(creds["endpoint"], creds["access_key"], creds["secret_key"])
     for d in daemons:
         dm.wait_until(f"MinIO at {creds['endpoint']} to answer signed S3 requests", s3.healthy, timeout, d)
@@ -143,7 +152,7 @@ class MinioStack(Stack):
         hosts = self.hosts()
         kind = fs_kind(a.data.parent if not a.data.exists() else a.data)
         self.system_kind = "real" if kind == "lustre" else STAND_IN
-        host = "127.0.0.1" if len(hosts) == 1 else socket.gethostbyname(hosts[0])
+        host = self.address(hosts[0])
         creds = new_credentials(f"http://{host}:{a.port}")
         dm.write_json(self.state / "s3-user.json", creds)
         dm.say(f"minio: serving {a.data} ({kind}) on port {a.port} -> {self.system_kind}")

@@ -318,6 +318,7 @@ class Stack:
         self.args = args
         self.info: dict = {}
         self.started: list[str] = []
+        self.placed: list[str] = []  # daemons started through launch_on (placement recorded)
 
     # -- helpers for subclasses ------------------------------------------------------------
     def daemon(self, name: str) -> Daemon:
@@ -333,6 +334,33 @@ class Stack:
         d.start(argv, env=env, cwd=cwd)
         self._record_started(name)
         return d
+
+    def launch_on(self, host: str, name: str, argv: list[str], env: dict | None = None, serves: str = "",
+                  cwd: Path | None = None) -> Daemon:
+        """Start `name` on `host` (this host, or behind --launcher), wrapped by where.py so that the
+        node it *really* ran on, and the address it serves, land in run/NAME.where.json."""
+        wrapped = [sys.executable, str(WHERE), "run", str(self.where_file(name)), "--serves", serves, "--", *argv]
+        self.where_file(name).unlink(missing_ok=True)
+        self.placed.append(name)
+        return self.launch(name, self.on_host(host, wrapped), env=env, cwd=cwd)
+
+    def where_file(self, name: str) -> Path:
+        return self.state / "run" / f"{name}.where.json"
+
+    def placement(self, wait: float = 10.0) -> dict:
+        """Every wrapped daemon's measured placement (hostname, node, addresses, serves), by name;
+        a daemon whose record never appeared (within `wait` s) is listed with its reason."""
+        out: dict = {}
+        deadline = time.monotonic() + wait
+        for name in self.placed:
+            f = self.where_file(name)
+            while not f.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            try:
+                out[name] = json.loads(f.read_text())
+            except (OSError, ValueError) as e:
+                out[name] = {"missing": f"no placement record at {f}: {e}"}
+        return out
 
     def _record_started(self, name: str) -> None:
         if name not in self.started:
@@ -375,6 +403,7 @@ class Stack:
             self.info.update(stack=self.name, system_kind=self.system_kind, state=str(self.state),
                              started_at=datetime.now(UTC).isoformat(timespec="seconds"),
                              daemons=self.started, mounts=[str(m) for m in self.mounts()],
+                             placement=self.placement(),
                              versions=self.versions(), up_seconds=round(time.monotonic() - t0, 2))
             write_json(self.state / "stack.json", self.info)
         except BaseException as e:
@@ -462,9 +491,29 @@ class Stack:
             raise StackError("--hosts is empty")
         return hosts
 
+    def is_local(self, host: str) -> bool:
+        return host in LOCAL_HOSTS or host == socket.gethostname()
+
+    def loopback(self) -> bool:
+        """Every daemon on this host: services bind 127.0.0.1. Otherwise each binds its node's address."""
+        return all(self.is_local(h) for h in self.hosts())
+
+    def address(self, host: str) -> str:
+        """The address a daemon on `host` binds to and is reached at: 127.0.0.1 when the whole stack is
+        on this host, else the host's entry of --addresses (the allocation's NodeAddr), else DNS."""
+        if self.loopback():
+            return "127.0.0.1"
+        addrs = [a for a in (getattr(self.args, "addresses", None) or "").split(",") if a]
+        if addrs:
+            hosts = self.hosts()
+            if len(addrs) != len(hosts):
+                raise StackError(f"--addresses has {len(addrs)} entries for {len(hosts)} --hosts")
+            return addrs[hosts.index(host)]
+        return socket.gethostbyname(host)
+
     def on_host(self, host: str, argv: list[str]) -> list[str]:
         """argv as run on `host`: unchanged for this host, else behind the --launcher prefix."""
-        if host in LOCAL_HOSTS or host == socket.gethostname():
+        if self.is_local(host):
             return argv
         return self.args.launcher.format(host=host).split() + argv
 
@@ -475,6 +524,7 @@ class Stack:
 
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1")
+WHERE = Path(__file__).resolve().parent / "where.py"
 
 
 def add_port_arguments(p: argparse.ArgumentParser, mount: str | None = None, **ports: tuple[int, str]) -> None:
@@ -489,6 +539,8 @@ def add_host_arguments(p: argparse.ArgumentParser, first_host_runs: str) -> None
     """--hosts and --launcher, the same for every stack."""
     p.add_argument("--hosts", default="localhost",
                    help=f"comma-separated system nodes; {first_host_runs} (default: localhost, one host)")
+    p.add_argument("--addresses", default="",
+                   help="comma-separated addresses of --hosts, in order (the allocation's NodeAddr); default: DNS")
     p.add_argument("--launcher", default="srun --overlap --nodes=1 --ntasks=1 --nodelist={host}",
                    help="command prefix that runs a daemon on another host ({host} is replaced; default: an srun step)")
 

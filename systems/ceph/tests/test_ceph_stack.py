@@ -140,3 +140,45 @@ def test_down_after_up_was_killed_midway(tmp_path):
     res = st.stack_cli(SCRIPT, "down", tmp_path)
     assert res.returncode == 0, res.stderr
     st.assert_nothing_left(tmp_path, pids)
+
+
+def test_pool_size_is_cephs_default_capped_by_crush(tmp_path):
+    """Ceph's default pool size 3 (the paper: default replication), capped by what CRUSH can place:
+    replicas on distinct hosts across hosts, on distinct OSDs on one host; min_size Ceph's own rule."""
+    from systems.ceph.stack import default_pool_size
+
+    assert default_pool_size(4, 1) == 3 and default_pool_size(2, 4) == 2 and default_pool_size(1, 1) == 1
+    assert default_pool_size(1, 5) == 3
+    conf = ceph_conf(fsid="9d7a0a55-1111-4222-8333-444455556666", state=tmp_path, data=tmp_path / "d",
+                     hosts=["n1", "n2", "n3", "n4"], mon_ip="10.0.0.2", mon_port=3300, rgw_ip="10.0.0.2",
+                     rgw_port=7480, objectstore="bluestore", osd_size_gb=8, pool_size=3,
+                     public_network="10.0.0.0/22")
+    assert "osd_pool_default_size = 3" in conf and "osd_pool_default_min_size = 2" in conf
+    assert "public_network = 10.0.0.0/22" in conf and "public_addr" not in conf
+    res = st.stack_cli(SCRIPT, "up", tmp_path, "--hosts", "n1,n2", "--addresses", "10.9.0.1,10.9.0.2",
+                       "--public-network", "10.9.0.0/24", "--pool-size", "3", "--launcher", "false {host}")
+    assert res.returncode != 0 and "CRUSH can place at most 2 replicas" in res.stderr
+    assert not list((tmp_path / "run").glob("*.pid"))
+
+
+def test_daemons_on_another_host_use_the_public_network_and_record_where_they_ran(tmp_path):
+    """The multi-host path on one machine: --hosts n1 behind a launcher that only names the node (env
+    SLURMD_NODENAME={host}, as srun sets it), its address 127.0.0.1 on --public-network 127.0.0.0/8:
+    mon, mgr, OSD, MDS and radosgw start through it (placement node n1, serving n1's address), the
+    ceph-fuse client mounts here; the cluster reaches HEALTH_OK and serves S3."""
+    import socket
+
+    info = st.up_ok(SCRIPT, tmp_path, *ports(), "--hosts", "n1", "--addresses", "127.0.0.1", "--public-network",
+                    "127.0.0.0/8", "--launcher", "env SLURMD_NODENAME={host}", "--data", str(tmp_path / "local"),
+                    "--osd-size-gb", "4", "--health-timeout", "150")
+    try:
+        pl = info["placement"]
+        assert {pl[d]["node"] for d in ("mon.a", "mgr.a", "osd.0", "mds.a", "rgw.a")} == {"n1"}
+        assert all(pl[d]["serves"] == "127.0.0.1" for d in ("mgr.a", "osd.0", "mds.a"))
+        assert pl["fuse"]["node"] == socket.gethostname()
+        assert info["public_network"] == "127.0.0.0/8" and info["pool_size"] == 1
+        st.s3_roundtrip(st.s3_client(tmp_path), "placed", sizes=(1, 4096))
+    finally:
+        pids = st.recorded_pids(tmp_path)
+        assert st.stack_cli(SCRIPT, "down", tmp_path).returncode == 0
+    st.assert_nothing_left(tmp_path, pids)

@@ -86,3 +86,25 @@ def test_failed_up_cleans_up(tmp_path, minio_built):
     # Redis, MinIO and the mount had started: all gone
     assert "cleaning up" in res.stderr
     st.assert_nothing_left(tmp_path, {})
+
+
+def test_daemons_on_another_host_record_where_they_ran(tmp_path, minio_built):
+    """The multi-host path on one machine: --hosts n1 with a launcher that only names the node
+    (env SLURMD_NODENAME={host}, as srun sets it) -- Redis, MinIO and the S3 gateway are started
+    through it and bound to n1's address, the FUSE mount stays on this host (mdtest's tasks run
+    here); stack.json's placement is what each daemon measured (repro.allocation.here())."""
+    import socket
+
+    info = st.up_ok(SCRIPT, tmp_path, *ports(), "--hosts", "n1", "--addresses", "127.0.0.1",
+                    "--launcher", "env SLURMD_NODENAME={host}", "--cache-dir", str(tmp_path / "localcache"))
+    try:
+        pl = info["placement"]
+        assert {pl[d]["node"] for d in ("redis", "minio", "jfs-gateway")} == {"n1"}
+        assert pl["jfs-mount"]["node"] == socket.gethostname() and pl["jfs-mount"]["serves"].startswith("mount ")
+        assert pl["jfs-gateway"]["serves"] == info["endpoints"]["s3"].split("//")[1]
+        assert "127.0.0.1" in pl["redis"]["addresses"]
+        st.s3_roundtrip(st.s3_client(tmp_path), "placed", sizes=(1, 4096))
+    finally:
+        pids = st.recorded_pids(tmp_path)
+        assert st.stack_cli(SCRIPT, "down", tmp_path).returncode == 0
+    st.assert_nothing_left(tmp_path, pids)

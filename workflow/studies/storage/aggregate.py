@@ -4,7 +4,9 @@ own ceiling, measured in the same run).
 
     python3 -m studies.storage.aggregate --config CFG --measurements M.csv --summary S.csv --limits L.csv
 
-Every expected configuration appears: measured (ok), failed (its failure record) or not-run.
+Every expected configuration appears: measured (ok), failed (its failure record) or not-run; a
+configuration left out of the plan (Lustre+MinIO on a cluster without paths.lustre_dir) is a
+not-run row whose `failure` column says why (--launcher slurm).
 """
 
 from __future__ import annotations
@@ -20,13 +22,17 @@ SUMMARY_BY = ["experiment", "stack", "benchmark", "size", "workers", "limit", "o
 INT_COLUMNS = ("workers", "nodes", "rep")
 
 
-def measurements(cfg: dict, root=".") -> pd.DataFrame:
+def measurements(cfg: dict, root=".", launcher: str = "local") -> pd.DataFrame:
     """The tidy table. Integer parameters stay integers: a raw record gives ints, a not-run row's path
     gives text ("4"), and the limit rows have no workers at all (fio) -- without the cast pandas made the
     column float (summary.csv said workers 1.0, 4.0) or, with a not-run row beside an ok one, mixed
     text and numbers that the summary could not group."""
-    df = tidy.collect(layout.expected_raw(cfg), layout.STUDY, experiment_of=layout.experiment_of,
-                      system_kind_of=layout.system_kind_of_path(cfg), root=root)
+    skipped = layout.not_run_raw(cfg, launcher)
+    df = tidy.collect(layout.expected_raw(cfg, launcher=launcher) + sorted(skipped), layout.STUDY,
+                      experiment_of=layout.experiment_of, system_kind_of=layout.system_kind_of_path(cfg), root=root)
+    if skipped:
+        mask = df["raw_file"].isin(list(skipped)) & (df["status"] == "not-run")
+        df.loc[mask, "failure"] = df.loc[mask, "raw_file"].map(skipped)
     for col in INT_COLUMNS:
         if col in df.columns:
             df[col] = pd.to_numeric(df[col].replace("", None), errors="raise").astype("Int64")
@@ -82,8 +88,9 @@ def limits(df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    args, cfg = cli.parse(__doc__, "measurements", "summary", "limits", argv=argv)
-    df = measurements(cfg)
+    ap = cli.options(cli.parser(__doc__, "measurements", "summary", "limits"), launcher="local")
+    args, cfg = cli.finish(ap, argv)
+    df = measurements(cfg, launcher=args.launcher)
     tidy.write_csv(df, args.measurements)
     tidy.write_csv(tidy.summarize(df, SUMMARY_BY), args.summary)
     tidy.write_csv(limits(df, cfg), args.limits)

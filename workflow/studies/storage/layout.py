@@ -59,9 +59,25 @@ def tool_dir(raw: str) -> str:
     return raw[: -len(".json")] + ".out"
 
 
-def jobs(cfg: dict) -> list[dict]:
-    """Every stack-run job: stack x benchmark x rep."""
-    return paramspace.expand({"stack": cfg["stacks"], "benchmark": list(BENCHMARKS),
+def lustre_not_run(cfg: dict, launcher: str) -> str | None:
+    """Why Lustre+MinIO does not run, or None: on a cluster it runs on the Lustre directory the config
+    names (paths.lustre_dir), never on a node-local directory under Lustre's name. Locally the
+    labelled stand-in runs (a POSIX directory)."""
+    if launcher == "slurm" and "lustre-minio" in cfg["stacks"] and not cfg["paths"].get("lustre_dir"):
+        return ("not run: storage.paths.lustre_dir is null on the cluster -- Lustre+MinIO and mdtest's Lustre "
+                "need a Lustre (or the site's parallel file system) directory; a node-local directory would "
+                "run under Lustre's name")
+    return None
+
+
+def stacks_run(cfg: dict, launcher: str = "local") -> list[str]:
+    """The stacks whose jobs are planned (Lustre+MinIO left out when lustre_not_run says why)."""
+    return [s for s in cfg["stacks"] if not (s == "lustre-minio" and lustre_not_run(cfg, launcher))]
+
+
+def jobs(cfg: dict, launcher: str = "local") -> list[dict]:
+    """Every stack-run job: stack x benchmark x rep (of the stacks that run)."""
+    return paramspace.expand({"stack": stacks_run(cfg, launcher), "benchmark": list(BENCHMARKS),
                               "rep": list(range(cfg["repeats"]))})
 
 
@@ -77,10 +93,20 @@ def job_output_patterns(cfg: dict, benchmark: str, raw_dir: str = RAW_DIR) -> li
             for c in configurations(cfg, "-", benchmark)]
 
 
-def expected_raw(cfg: dict, raw_dir: str = RAW_DIR) -> list[str]:
-    out = [p for j in jobs(cfg) for p in job_outputs(cfg, j["stack"], j["benchmark"], j["rep"], raw_dir)]
+def expected_raw(cfg: dict, raw_dir: str = RAW_DIR, launcher: str = "local") -> list[str]:
+    """The raw files the planned jobs write (what the aggregate waits for)."""
+    out = [p for j in jobs(cfg, launcher) for p in job_outputs(cfg, j["stack"], j["benchmark"], j["rep"], raw_dir)]
     out += [limit_path(lim, r, raw_dir) for r in range(cfg["repeats"]) for lim in LIMITS]
     return out
+
+
+def not_run_raw(cfg: dict, launcher: str, raw_dir: str = RAW_DIR) -> dict[str, str]:
+    """The raw files of configurations not planned, each with its reason (tidy rows 'not-run')."""
+    why = lustre_not_run(cfg, launcher)
+    if not why:
+        return {}
+    return {p: why for b in BENCHMARKS for r in range(cfg["repeats"])
+            for p in job_outputs(cfg, "lustre-minio", b, r, raw_dir)}
 
 
 def system_kind(cfg: dict, stack: str, benchmark: str) -> str:

@@ -128,9 +128,10 @@ rule storage_aggregate:
         **analysis_resources(),
     params:
         cfg=lambda wc: study_json("storage"),
+        launcher_kind=LAUNCHER,
     shell:
         "python3 -m studies.storage.aggregate --config {params.cfg} --measurements {output.measurements}"
-        " --summary {output.summary} --limits {output.limits} > {log} 2>&1"
+        " --summary {output.summary} --limits {output.limits} --launcher {params.launcher_kind} > {log} 2>&1"
 
 
 rule storage_figure:

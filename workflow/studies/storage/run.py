@@ -6,11 +6,22 @@
 stack: brings the stack up with its own `systems/<x>/stack.py up` (state and data under
 paths.work_dir), runs every configuration of the benchmark against it -- COSBench workloads from
 tools/cosbench/gen.py through cosbench-driver (its CSVs parsed by tools/cosbench/parse.py), or
-mdtest / mdbench -n FILES -w 3901 -e 3901 on the stack's file side -- and ALWAYS brings it down
-(try/finally, also on SIGTERM/SIGINT). A configuration whose run fails (exit status, a failed or
-unverified request, a dead daemon) gets a failure record naming why (with the stack's log tail);
-the job then exits 1. lustre-minio's file side is the Lustre directory itself (paths.lustre_dir;
-locally a POSIX directory, the stand-in), so its mdtest job starts no daemon.
+mdtest / mdbench -n FILES -w 3901 -e 3901 -i ITERATIONS on the stack's file side -- and ALWAYS
+brings it down (try/finally, also on SIGTERM/SIGINT).
+
+Placement (placement.py): the nodes come from repro.allocation (never SLURM_* variables); on
+several hosts the daemons run on the system nodes through srun steps, bound to their nodes'
+addresses, Ceph with public_network derived from the allocation; the driver, mdtest's tasks and the
+FUSE mount they use are on the driver node. The stack's state (conf, keys, PID files, logs, each
+daemon's measured placement) is under paths.shared_dir (the project directory, shared on a
+cluster), its data, mounts and caches under paths.work_dir (node-local). Every raw record carries
+extra.placement: the plan, the driver's measured placement, each daemon's, mdtest's tasks', checks.
+
+A configuration whose run fails (exit status, a failed or unverified request, a dead daemon) gets a
+failure record naming why (with the stack's log tail); the job then exits 1. lustre-minio's file
+side is the Lustre directory itself (paths.lustre_dir; locally a POSIX directory, the stand-in), so
+its mdtest job starts no daemon. On Slurm without paths.lustre_dir the Lustre+MinIO jobs are not
+planned (layout.lustre_not_run) and refused here.
 
 limit: fio on the directory the stacks sit on (tools/fio), or the COSBench driver's own ceiling
 against its in-memory S3 endpoint (cosbench-driver ceiling).
@@ -27,8 +38,8 @@ import sys
 import time
 from pathlib import Path
 
-from repro import cli, provenance, rawio
-from studies.storage import layout
+from repro import allocation, cli, provenance, rawio
+from studies.storage import layout, placement
 from tools.cosbench import gen as cosgen
 from tools.cosbench import parse as cosparse
 from tools.mdtest.parser import parse_mdtest
@@ -38,7 +49,8 @@ DRIVER = REPO / "tools" / "cosbench" / "build" / "cosbench-driver"
 MDBENCH = REPO / "tools" / "mdtest" / "build" / "mdbench"
 STACK_SCRIPT = {"ceph": "ceph", "lustre-minio": "minio", "juicefs": "juicefs"}
 MDTEST_OPS = ("create", "stat", "open", "remove")            # files (mdtest -F / mdbench)
-MDTEST_DIR_OPS = ("dir_create", "dir_stat", "dir_read", "dir_remove")  # directories (mdtest, mdbench --dirs)
+MDTEST_DIR_OPS = ("dir_create", "dir_stat", "dir_remove")  # directories (mdtest without -F, mdbench --dirs)
+MDBENCH_DIR_OPS = ("dir_read", "dir_rename")  # mdbench prints these too (mdtest's rename row where it has one)
 
 
 def say(msg: str) -> None:
@@ -58,25 +70,21 @@ def free_port() -> int:
     return fp()
 
 
-def system_hosts(launcher: str) -> list[str] | None:
-    """On Slurm: the allocation's nodes after the first (the driver); locally None (one host)."""
-    if launcher != "slurm" or not os.environ.get("SLURM_JOB_NODELIST"):
-        return None
-    out = subprocess.run(["scontrol", "show", "hostnames", os.environ["SLURM_JOB_NODELIST"]],
-                         capture_output=True, text=True, check=True).stdout.split()
-    return out[1:] or out
-
-
-def stack_args(cfg: dict, stack: str, state: Path, hosts: list[str] | None) -> list[str]:
+def stack_args(cfg: dict, stack: str, state: Path, local: Path, pl: placement.Plan) -> list[str]:
+    """`stack.py up` arguments: `state` holds what every node reads (shared on a cluster), `local`
+    is node-local (daemon data, FUSE mount, caches)."""
     work = Path(cfg["paths"]["work_dir"])
     args: list[str] = []
     if stack == "ceph":
         c = cfg["ceph"]
         args += ["--osds", str(c["osds"]), "--osd-size-gb", str(c["osd_size_gb"]), "--objectstore",
-                 c["objectstore"], "--pool-size", str(c["pool_size"]), "--rgw-port", str(free_port()),
-                 "--mon-port", str(free_port()), "--mount", str(state / "mnt")]
-        if c.get("public_network"):
-            args += ["--public-network", c["public_network"]]
+                 c["objectstore"], "--rgw-port", str(free_port()),
+                 "--mon-port", str(free_port()), "--mount", str(local / "mnt")]
+        if c.get("pool_size"):
+            args += ["--pool-size", str(c["pool_size"])]
+        if pl.multi_host:
+            args += ["--data", str(local / "data"),
+                     "--public-network", c.get("public_network") or pl.public_network]
     elif stack == "lustre-minio":
         data = Path(cfg["paths"]["lustre_dir"]) / "s3" if cfg["paths"].get("lustre_dir") else work / "lustre-standin-s3"
         if data.exists():
@@ -85,9 +93,11 @@ def stack_args(cfg: dict, stack: str, state: Path, hosts: list[str] | None) -> l
         args += ["--data", str(data), "--port", str(free_port())]
     elif stack == "juicefs":
         args += ["--redis-port", str(free_port()), "--minio-port", str(free_port()),
-                 "--gateway-port", str(free_port()), "--mount", str(state / "mnt")]
-    if hosts and len(hosts) > 1:
-        args += ["--hosts", ",".join(hosts)]
+                 "--gateway-port", str(free_port()), "--mount", str(local / "mnt")]
+        if pl.multi_host:
+            args += ["--data", str(local / "minio-data"), "--cache-dir", str(local / "cache")]
+    if pl.multi_host:
+        args += ["--hosts", ",".join(pl.hosts), "--addresses", ",".join(pl.addresses), "--launcher", pl.launcher]
     return args
 
 
@@ -186,13 +196,22 @@ def mdtest_tool(cfg: dict) -> tuple[str, str]:
     return str(MDBENCH), "mdbench"
 
 
-def mpi_prefix(launcher: str, tasks: int) -> list[str]:
-    if launcher == "slurm":
-        return ["srun", "--overlap", "--mpi=pmix", f"--ntasks={tasks}"]
-    return ["mpirun", "--oversubscribe", "--bind-to", "none", "-n", str(tasks)]
+def mdtest_argv(cfg: dict, tool: str, kind: str, testdir: Path) -> list[str]:
+    """The paper's mdtest options (Sec. 4.1.2: -n FILES -w 3901 -e 3901) plus -i ITERATIONS (Table 5's
+    max/min/mean are over iterations) and -d; no -u (the paper did not use it: every task's items in
+    one shared directory, mdtest-hard style). Files and directories (with the directory rename phase)
+    unless files_only (-F); mdbench needs --dirs for the directory phases mdtest runs by default."""
+    m = cfg["mdtest"]
+    cmd = [tool, "-n", str(m["files"]), "-w", str(m["write_bytes"]), "-e", str(m["read_bytes"]),
+           "-i", str(m["iterations"]), "-d", str(testdir)]
+    if m["files_only"]:
+        cmd.append("-F")
+    elif kind == "mdbench":
+        cmd.append("--dirs")
+    return cmd
 
 
-def run_mdtest(cfg: dict, directory: Path, tasks: int, outdir: Path, launcher: str) -> tuple[list, dict]:
+def run_mdtest(cfg: dict, directory: Path, tasks: int, outdir: Path, alloc) -> tuple[list, dict]:
     m = cfg["mdtest"]
     tool, kind = mdtest_tool(cfg)
     files_only = m["files_only"]
@@ -201,19 +220,18 @@ def run_mdtest(cfg: dict, directory: Path, tasks: int, outdir: Path, launcher: s
     outdir.mkdir(parents=True)
     testdir = directory / f"mdtest-{os.getpid()}-{tasks}"
     testdir.mkdir(parents=True, exist_ok=True)
-    cmd = [*mpi_prefix(launcher, tasks), tool, "-n", str(m["files"]), "-w", str(m["write_bytes"]),
-           "-e", str(m["read_bytes"]), "-i", str(m["iterations"]), "-u", "-d", str(testdir)]
-    if files_only:
-        cmd.append("-F")
-    elif kind == "mdbench":
-        cmd.append("--dirs")  # mdtest's default (no -F) is files and directories; mdbench's is files only
+    tasks_at = placement.probe_tasks(alloc, tasks, str(testdir))
+    cmd = [*placement.mdtest_prefix(alloc, tasks), *mdtest_argv(cfg, tool, kind, testdir)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=m["timeout_s"])
     (outdir / "mdtest.txt").write_text(f"$ {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
     shutil.rmtree(testdir, ignore_errors=True)
     if r.returncode != 0:
         raise RuntimeError(f"{kind} exit {r.returncode}: {(r.stderr or r.stdout)[-2000:]}")
     parsed = parse_mdtest(r.stdout)
-    missing = [op for op in MDTEST_OPS + (() if files_only else MDTEST_DIR_OPS) if op not in parsed["rates"]]
+    want = MDTEST_OPS + (() if files_only else MDTEST_DIR_OPS + (MDBENCH_DIR_OPS if kind == "mdbench" else ()))
+    missing = [op for op in want if op not in parsed["rates"]]
+    if parsed.get("iterations") not in (None, m["iterations"]):
+        raise RuntimeError(f"{kind}: summary of {parsed['iterations']} iterations, asked for {m['iterations']}")
     if missing:
         raise RuntimeError(f"{kind}: no rate for {missing}")
     out = []
@@ -221,33 +239,54 @@ def run_mdtest(cfg: dict, directory: Path, tasks: int, outdir: Path, launcher: s
         out.append(rawio.metric("rate", st["mean"], "op/s", op=op))
         out.append(rawio.metric("rate_max", st["max"], "op/s", op=op))
         out.append(rawio.metric("rate_min", st["min"], "op/s", op=op))
-    return out, {"tool": kind, "command": " ".join(cmd), "files_only": files_only, "tasks": parsed["tasks"]}
+    return out, {"tool": kind, "command": " ".join(cmd), "files_only": files_only, "tasks": parsed["tasks"],
+                 "iterations": parsed.get("iterations"), "mdtest_nodes": parsed.get("nodes"),
+                 "tasks_placement": tasks_at}
 
 
 # ---------------------------------------------------------------------------------------------
 # jobs
 # ---------------------------------------------------------------------------------------------
-def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str) -> int:
+def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, alloc=None) -> int:
     confs = layout.configurations(cfg, stack, benchmark)
     kind = layout.system_kind(cfg, stack, benchmark)
+    why_not = layout.lustre_not_run(cfg, launcher) if stack == "lustre-minio" else None
+    if why_not:
+        say(f"{stack}: not run: {why_not}")
+        return 2
+    alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
+    pl = placement.plan(alloc)
     work = Path(cfg["paths"]["work_dir"])
-    state = work / f"{stack}-{benchmark}-rep{rep}-{os.getpid()}"
+    tag = f"{stack}-{benchmark}-rep{rep}-{os.getpid()}"
+    # what every node reads (conf, keys, PID files, logs, placement records) must be shared on a cluster
+    state = (Path(cfg["paths"]["shared_dir"]) if pl.multi_host else work).resolve() / tag
+    local = work.resolve() / f"{tag}-local"
     needs_daemons = not (stack == "lustre-minio" and benchmark == "mdtest")
     versions = {"cosbench": cosbench_tool_check(cfg)} if benchmark == "cosbench" else {}
     if benchmark == "mdtest":
         mdtest_tool(cfg)  # fails before the stack comes up when the tool is missing
     params_of = {c["size"] + str(c["workers"]): c for c in confs}
     raws = {k: layout.raw_path(stack, benchmark, c["size"], c["workers"], rep) for k, c in params_of.items()}
+    say(f"placement: {pl.why}")
 
     def record(c):
         return rawio.new_record(layout.STUDY, benchmark, {"stack": stack, "benchmark": benchmark, "size": c["size"],
                                                           "workers": c["workers"], "nodes": cfg["nodes"][0]},
                                 rep, kind, versions)
 
+    def placement_of(tasks_at=None) -> dict:
+        endpoint = (info.get("endpoints") or {}).get("s3", "") if benchmark == "cosbench" else ""
+        host = endpoint.split("//")[-1].split(":")[0] if endpoint else None
+        driver = placement.driver_side(host)
+        daemons = info.get("placement") or {}
+        return {"allocation": alloc.as_dict(), "plan": pl.as_dict(), "driver": driver, "daemons": daemons,
+                **({"mdtest_tasks": tasks_at} if tasks_at is not None else {}),
+                "checks": placement.checks(alloc, pl, driver, daemons, tasks_at)}
+
     def fail_all(keys, why):
         for k in keys:
             rec = record(params_of[k])
-            rec["extra"] = {"state": str(state)}
+            rec["extra"] = {"state": str(state), "placement": {"allocation": alloc.as_dict(), "plan": pl.as_dict()}}
             rawio.write_failure(raws[k], rec, why)
             say(f"FAILED {raws[k]}: {why.splitlines()[0] if why else ''}")
 
@@ -259,7 +298,8 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str) ->
     try:
         if needs_daemons:
             state.mkdir(parents=True, exist_ok=True)
-            args = stack_args(cfg, stack, state, system_hosts(launcher))
+            local.mkdir(parents=True, exist_ok=True)
+            args = stack_args(cfg, stack, state, local, pl)
             say(f"{stack}: up ({' '.join(args)})")
             t0 = time.monotonic()
             r = subprocess.run(stack_cmd(stack, "up", state, *args), capture_output=True, text=True, timeout=900)
@@ -272,6 +312,7 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str) ->
         if benchmark == "mdtest":
             if stack == "lustre-minio":
                 base = Path(cfg["paths"]["lustre_dir"] or work / "lustre-standin-fs")
+                base.mkdir(parents=True, exist_ok=True)
             else:
                 base = Path(info["endpoints"]["mount"])
             versions["mdtest"] = mdtest_tool(cfg)[1]
@@ -285,7 +326,7 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str) ->
                     metrics, extra = run_cosbench(cfg, stack, info, c["size"], c["workers"],
                                                   Path(layout.tool_dir(raw)))
                 else:
-                    metrics, extra = run_mdtest(cfg, base, c["workers"], Path(layout.tool_dir(raw)), launcher)
+                    metrics, extra = run_mdtest(cfg, base, c["workers"], Path(layout.tool_dir(raw)), alloc)
                 dead = stack_status(stack, state) if needs_daemons else None
                 if dead:
                     raise RuntimeError(f"{stack} unhealthy after the run:\n{dead}")
@@ -304,8 +345,11 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str) ->
                 continue
             rec["metrics"] = metrics
             rec["sanity"] = {"exit": 0, "succ_ratio_1": True, "stack_healthy_after": True}
+            tasks_at = extra.pop("tasks_placement", None)
             rec["extra"] = {**extra, "tool_output": layout.tool_dir(raw), "stack": {
-                k2: info.get(k2) for k2 in ("system_kind", "endpoints", "hosts", "up_seconds")}}
+                k2: info.get(k2) for k2 in ("system_kind", "endpoints", "hosts", "up_seconds", "pool_size",
+                                            "pool_min_size", "pool_size_source", "public_network", "osds_per_host")
+                if k2 in info}, "placement": placement_of(tasks_at)}
             rawio.write_json_atomic(raw, rawio.finish(rec))
             rawio.clear_failure(raw)
         return 1 if failed else 0
@@ -317,6 +361,10 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str) ->
                 say(f"{stack}: down exit {d.returncode}: {d.stderr[-2000:]}")
             else:
                 shutil.rmtree(state, ignore_errors=True)
+                shutil.rmtree(local, ignore_errors=True)
+                for h in pl.hosts or []:  # the node-local data of the system nodes
+                    subprocess.run(pl.launcher.format(host=h).split() + ["rm", "-rf", str(local)],
+                                   capture_output=True, text=True, timeout=300)
         if stack == "lustre-minio" and not cfg["paths"].get("lustre_dir"):
             shutil.rmtree(work / "lustre-standin-s3", ignore_errors=True)
 

@@ -43,7 +43,9 @@ def st_image(stack, bench):
     return f"{ST_IMAGES[stack]}-{layer}" if layer else ST_IMAGES[stack]
 
 
-ST_ALL_IMAGES = sorted({st_image(s, b) for s in ST["stacks"] for b in st_layout.BENCHMARKS} | {"minio"})
+ST_ALL_IMAGES = sorted(
+    {st_image(s, b) for s in st_layout.stacks_run(ST, LAUNCHER) for b in st_layout.BENCHMARKS} | {"minio"}
+)
 
 
 def st_bench(what, **wc):
@@ -52,8 +54,12 @@ def st_bench(what, **wc):
     )
 
 
-ST_KICK = st_layout.job_outputs(ST, ST["kick"]["stack"], "cosbench", 0)
+_ST_RUN = st_layout.stacks_run(ST, LAUNCHER)
+ST_KICK = st_layout.job_outputs(
+    ST, ST["kick"]["stack"] if ST["kick"]["stack"] in _ST_RUN else _ST_RUN[0], "cosbench", 0
+)
 
+ST_NOT_RUN = st_layout.lustre_not_run(ST, LAUNCHER)
 ST_STAND_INS = [
     s
     for s in (
@@ -62,9 +68,10 @@ ST_STAND_INS = [
             "machine's disk, and mdtest on a POSIX directory, stand in for MinIO on Lustre and for "
             "Lustre itself (no Lustre can exist here); rows say "
             f"'{st_layout.STAND_IN_LUSTRE_MINIO}' / '{st_layout.STAND_IN_LUSTRE_DIR}'"
-            if not ST["paths"].get("lustre_dir")
+            if not ST["paths"].get("lustre_dir") and not ST_NOT_RUN
             else ""
         ),
+        f"Lustre+MinIO and mdtest on Lustre: {ST_NOT_RUN}" if ST_NOT_RUN else "",
         "COSBench: tools/cosbench's cosbench-driver runs the generated COSBench 0.4.2 workload XMLs "
         "and writes COSBench's CSV columns (COSBench itself cannot be fetched here); its own ceiling "
         "against an in-memory S3 endpoint is measured in the same run",
@@ -127,7 +134,7 @@ register_study(
     },
     benchmarks=[
         st_bench(f"storage_{j['benchmark']}_run", stack=j["stack"], rep=j["rep"])
-        for j in st_layout.jobs(ST)
+        for j in st_layout.jobs(ST, LAUNCHER)
     ]
     + [st_bench("storage_limit_run", limit=l, rep=r) for l in st_layout.LIMITS for r in range(ST["repeats"])]
     + [bench_log("storage", r) for r in ["storage_aggregate", "storage_claims"] + [f"storage_{n}" for n in ST_FIGURES + ST_TABLES]],
@@ -145,7 +152,7 @@ def st_system_inputs(bench):
 
 
 def st_raw_inputs(wildcards):
-    expected = st_layout.expected_raw(ST)
+    expected = st_layout.expected_raw(ST, launcher=LAUNCHER)
     if ALLOW_INCOMPLETE:
         return [p for p in expected if os.path.exists(p)]
     return expected
