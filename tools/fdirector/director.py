@@ -25,6 +25,8 @@ import subprocess
 import threading
 import time
 import urllib.parse
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +70,7 @@ class Workload:
     check: Check
     labels: list[str] = field(default_factory=list)  # e.g. image file names
     content_type: str = "application/octet-stream"
+    prep: dict = field(default_factory=dict)  # how the data was prepared (step 2), copied into the raw file
 
 
 def check_reversed(payload: bytes, answer: bytes) -> str | None:
@@ -97,8 +100,11 @@ def check_png(payload: bytes, answer: bytes) -> str | None:
     return None
 
 
-def image_workload(images: Sequence[Path | str], limit: int | None = None) -> Workload:
-    """Reads the PNG test images into memory (step 2, before the timer)."""
+def image_workload(images: Sequence[Path | str], limit: int | None = None, change_pixel: str | None = None) -> Workload:
+    """Reads the PNG test images into memory (step 2, before the timer). With ``change_pixel`` (a seed,
+    one per run) one pixel of every image is changed first, as the paper's director did before each run
+    (its ``randomize_images``: a random pixel set to 0 or 255, the image saved again), so no run sends
+    the bytes of an earlier one."""
     paths = sorted(Path(p) for p in images)
     if limit is not None:
         paths = paths[:limit]
@@ -110,7 +116,92 @@ def image_workload(images: Sequence[Path | str], limit: int | None = None) -> Wo
         if png_size(data) is None:
             raise DirectorError(f"{p}: not a PNG image")
         payloads.append(data)
-    return Workload("images", payloads, check_png, [p.name for p in paths], "image/png")
+    w = Workload("images", payloads, check_png, [p.name for p in paths], "image/png")
+    if change_pixel is not None:
+        def one(i: int) -> tuple[bytes, int]:
+            return change_one_pixel(payloads[i], random.Random(f"{change_pixel}:{paths[i].name}"))
+
+        with ThreadPoolExecutor(max_workers=max(1, min(16, os.cpu_count() or 1))) as pool:  # zlib frees the GIL
+            done = list(pool.map(one, range(len(payloads))))
+        w.payloads = [d for d, _ in done]
+        w.prep = {"pixel_changed": True, "seed": change_pixel, "columns": [x for _, x in done],
+                  "bytes_original": sum(len(d) for d in payloads), "bytes_sent": sum(len(d) for d, _ in done)}
+    return w
+
+
+_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # PNG colour type -> samples per pixel
+
+
+def _unfilter(kind: int, row: bytearray, prior: bytes, bpp: int) -> bytearray:
+    out = bytearray(row)
+    for i in range(len(out)):
+        a = out[i - bpp] if i >= bpp else 0
+        b = prior[i]
+        c = prior[i - bpp] if i >= bpp else 0
+        if kind == 1:
+            out[i] = (out[i] + a) & 0xFF
+        elif kind == 2:
+            out[i] = (out[i] + b) & 0xFF
+        elif kind == 3:
+            out[i] = (out[i] + ((a + b) >> 1)) & 0xFF
+        elif kind == 4:
+            pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+            pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+            out[i] = (out[i] + pred) & 0xFF
+        elif kind != 0:
+            raise DirectorError(f"PNG row filter {kind} unknown")
+    return out
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return len(data).to_bytes(4, "big") + kind + data + (zlib.crc32(kind + data) & 0xFFFFFFFF).to_bytes(4, "big")
+
+
+def change_one_pixel(png: bytes, rng: random.Random) -> tuple[bytes, int]:
+    """The PNG with one pixel of its first row changed (set to 0, or to the maximum where it already is
+    0), and that pixel's column. The first row is the one a pixel can be changed in without decoding
+    the rows above it: rows 0 and 1 are unfiltered and stored unfiltered (row 1's filter referred to
+    row 0), the rest of the stream stays as it was; the image data is compressed again with the settings
+    libpng uses under ImageMagick 6 (zlib level 7, memLevel 9, Z_FILTERED: an mkimages image comes back
+    within a few bytes of its size)."""
+    if not png.startswith(PNG_SIGNATURE):
+        raise DirectorError("not a PNG image")
+    pos, chunks = len(PNG_SIGNATURE), []
+    while pos < len(png):
+        n = int.from_bytes(png[pos:pos + 4], "big")
+        chunks.append((png[pos + 4:pos + 8], png[pos + 8:pos + 8 + n]))
+        pos += 12 + n
+    ihdr = chunks[0][1]
+    width, height, depth, ctype, interlace = (int.from_bytes(ihdr[0:4], "big"), int.from_bytes(ihdr[4:8], "big"),
+                                              ihdr[8], ihdr[9], ihdr[12])
+    if chunks[0][0] != b"IHDR" or interlace or depth < 8 or ctype not in _CHANNELS:
+        raise DirectorError(f"PNG not supported for the pixel change (depth {depth}, colour type {ctype}, "
+                            f"interlace {interlace})")
+    bpp = _CHANNELS[ctype] * depth // 8
+    stride = width * bpp
+    raw = bytearray(zlib.decompress(b"".join(d for k, d in chunks if k == b"IDAT")))
+    if len(raw) != height * (stride + 1):
+        raise DirectorError(f"PNG image data of {len(raw)} bytes, want {height * (stride + 1)}")
+    row0 = _unfilter(raw[0], raw[1:1 + stride], bytes(stride), bpp)
+    x = rng.randrange(width)
+    px = row0[x * bpp:(x + 1) * bpp]
+    row0[x * bpp:(x + 1) * bpp] = (b"\xff" if not any(px) else b"\x00") * bpp
+    if height > 1:
+        old0 = _unfilter(raw[0], raw[1:1 + stride], bytes(stride), bpp)
+        row1 = _unfilter(raw[1 + stride], raw[2 + stride:2 + 2 * stride], old0, bpp)
+        raw[1 + stride:2 + 2 * stride] = b"\x00" + row1
+    raw[0:1 + stride] = b"\x00" + row0
+    co = zlib.compressobj(7, zlib.DEFLATED, 15, 9, zlib.Z_FILTERED)  # libpng's settings under ImageMagick 6
+    idat = co.compress(bytes(raw)) + co.flush()
+    out, placed = [png[:len(PNG_SIGNATURE)]], False
+    for k, d in chunks:
+        if k == b"IDAT":
+            if not placed:
+                out.append(_chunk(b"IDAT", idat))
+                placed = True
+            continue
+        out.append(_chunk(k, d))
+    return b"".join(out), x
 
 
 def byte_payload(size: int, seed: int = 3) -> bytes:
@@ -317,6 +408,8 @@ def run(spec: RunSpec, workload: Workload, scale: Scaler | None = None, progress
         "labels": dict(spec.labels),
         "requests": reqs,
     }
+    if workload.prep:
+        raw["prepared"] = workload.prep
     raw["totals"] = recompute_totals(raw)
     return raw
 

@@ -79,6 +79,18 @@ def test_generator_is_deterministic_and_full_size(tmp_path):
     assert len(a) > 2 * 2**20, "an 800x800 16-bit image with noise should not compress far below the paper's 3 MiB"
 
 
+def test_generator_matches_the_papers_image_set_shape(tmp_path):
+    """The paper's 1,000 TESTIMAGES PNGs: 960 of 800x800 and 40 of 600x600, 16-bit RGB, 2,969 MiB in all
+    (Sec. 2.4): one image of each size, their mean weighted 960/40, within 5 % of 2.969 MiB."""
+    subprocess.run([str(BUILD / "mkimages"), "--out", str(tmp_path), "--count", "2", "--small-every", "2"], check=True,
+                   capture_output=True)
+    big, small = (tmp_path / "img00001_800x800.png").read_bytes(), (tmp_path / "img00002_600x600.png").read_bytes()
+    for data, side in ((big, 800), (small, 600)):
+        assert png_size(data) == (side, side) and data[24] == 16 and data[25] == 2, "16-bit RGB, no alpha"
+    mean_mib = (960 * len(big) + 40 * len(small)) / 1000 / 2**20
+    assert abs(mean_mib / 2.969 - 1) < 0.05, f"paper-mix mean {mean_mib:.3f} MiB, the paper's 2.969 MiB"
+
+
 def test_generator_rejects_bad_arguments(tmp_path):
     done = subprocess.run([str(BUILD / "mkimages"), "--out", str(tmp_path), "--count", "zero"], capture_output=True,
                           text=True)

@@ -147,7 +147,7 @@ def test_scale_up_and_down_and_bad_requests():
         fd.url_scaler(p.scale_url)(3)
         st = status(p)
         assert st["replicas"] == 3 and len({i["pid"] for i in st["instances"]}) == 3
-        assert st["workers_per_instance"] == 2 and st["system_kind"] == "stand-in:nuclio-cpp-shell"
+        assert st["workers_per_instance"] == 1 and st["system_kind"] == "stand-in:nuclio-cpp-shell"
         fd.url_scaler(p.scale_url)(1)
         assert [i["pid"] for i in status(p)["instances"]] == first
         dropped = [i for i in st["instances"] if i["pid"] not in first]

@@ -197,3 +197,77 @@ def test_cli_sweep_records_sizes_over_the_limit_as_failed(tmp_path):
     assert ok["labels"]["size"] == "512" and ok["totals"]["bytes_sent"] == 5 * 512 and ok["instances"] == 2
     bad = json.loads((tmp_path / "size~2048.failed.json").read_text())
     assert bad["schema"] == fd.FAILED_SCHEMA and bad["status"] == 413
+
+
+def _rgb(data: bytes, tmp_path: Path) -> bytes:
+    f = tmp_path / "x.png"
+    f.write_bytes(data)
+    return subprocess.run(["/usr/bin/convert", str(f), "-depth", "16", "rgb:-"], capture_output=True,
+                          check=True).stdout
+
+
+def _refilter(png: bytes, kind: int) -> bytes:
+    """The PNG with every row stored with filter `kind` (None, Sub, Up, Average, Paeth)."""
+    import zlib
+
+    pos, chunks = 8, []
+    while pos < len(png):
+        n = int.from_bytes(png[pos:pos + 4], "big")
+        chunks.append((png[pos + 4:pos + 8], png[pos + 8:pos + 8 + n]))
+        pos += 12 + n
+    w, h = fd.png_size(png)
+    bpp = 6 if png[24] == 16 else 3
+    stride = w * bpp
+    raw = zlib.decompress(b"".join(d for k, d in chunks if k == b"IDAT"))
+    rows, prior = [], bytes(stride)
+    for y in range(h):
+        start = y * (stride + 1)
+        rows.append(bytes(fd._unfilter(raw[start], bytearray(raw[start + 1:start + 1 + stride]), prior, bpp)))
+        prior = rows[-1]
+    out, prior = bytearray(), bytes(stride)
+    for row in rows:
+        f = bytearray([kind])
+        for i in range(stride):
+            a = row[i - bpp] if i >= bpp else 0
+            b, c = prior[i], (prior[i - bpp] if i >= bpp else 0)
+            pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+            pred = [0, a, b, (a + b) >> 1, a if pa <= pb and pa <= pc else (b if pb <= pc else c)][kind]
+            f.append((row[i] - pred) & 0xFF)
+        out += f
+        prior = row
+    body = b"".join(fd._chunk(k, d) for k, d in chunks if k not in (b"IDAT", b"IEND"))
+    return png[:8] + body + fd._chunk(b"IDAT", zlib.compress(bytes(out))) + fd._chunk(b"IEND", b"")
+
+
+@pytest.mark.parametrize("png_filter", ["adaptive", "0", "1", "2", "3", "4"])
+def test_one_pixel_changes_per_image_and_run(tmp_path, png_filter):
+    """As the paper's director did before each run: exactly one pixel differs (decoded by ImageMagick),
+    whatever PNG row filters the image uses; another run's seed changes another pixel; the size stays."""
+    import random
+
+    src = standin.make_test_images(tmp_path / "img", 1)[0]
+    data = src.read_bytes()
+    if png_filter != "adaptive":  # mkimages' libpng picks filters per row; here every row gets one filter
+        data = _refilter(data, int(png_filter))
+        assert _rgb(data, tmp_path) == _rgb(src.read_bytes(), tmp_path)
+    before = _rgb(data, tmp_path)
+    bpp = 6 if data[24] == 16 else 3
+    cols = set()
+    for seed in ("run-a", "run-b", "run-c"):
+        out, x = fd.change_one_pixel(data, random.Random(seed))
+        after = _rgb(out, tmp_path)
+        diff = [i // bpp for i in range(0, len(before), bpp) if before[i:i + bpp] != after[i:i + bpp]]
+        assert diff == [x], (seed, diff[:5], x)
+        assert fd.png_size(out) == fd.png_size(data) and abs(len(out) / len(data) - 1) < 0.02
+        cols.add(x)
+    assert len(cols) > 1
+
+
+def test_image_workload_changes_a_pixel_of_every_image_per_run(tmp_path):
+    paths = standin.make_test_images(tmp_path / "img", 3)
+    plain = fd.image_workload(paths)
+    a, b = fd.image_workload(paths, change_pixel="rep0"), fd.image_workload(paths, change_pixel="rep1")
+    assert plain.prep == {} and a.prep["pixel_changed"] and len(a.prep["columns"]) == 3
+    for i in range(3):
+        assert plain.payloads[i] != a.payloads[i] != b.payloads[i]
+    assert fd.image_workload(paths, change_pixel="rep0").payloads == a.payloads, "seeded: a rerun sends the same"

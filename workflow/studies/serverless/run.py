@@ -137,7 +137,9 @@ def run_image(cfg: dict, variant: str, platform: str, instances: int, rep: int, 
     rec = _record(cfg, params, rep, platform)
     im = cfg["images"]
     try:
-        workload = fd.image_workload(sorted(images.glob("*.png")), im["count"])
+        # the paper's director changed one pixel of every image before each run: seeded per run
+        workload = fd.image_workload(sorted(images.glob("*.png")), im["count"],
+                                     change_pixel=f"{variant}/{platform}/{instances}/rep{rep}")
         if len(workload.payloads) != im["count"]:
             raise fd.DirectorError(f"{len(workload.payloads)} test images in {images}, want {im['count']}")
         if platform == "baseline":

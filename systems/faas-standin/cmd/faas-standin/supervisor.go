@@ -25,7 +25,7 @@ import (
 	"time"
 )
 
-const defaultNuclioWorkers = 2
+const defaultNuclioWorkers = 1 // Nuclio's HTTP trigger default ("by default, it has 1 worker")
 
 type child struct {
 	id       int
