@@ -188,7 +188,9 @@ def measure_ceiling(mountpoint: str | os.PathLike, op: str, bs: int, streams: in
     """One measurement on a fresh ceiling mount: reads of `streams` preloaded files of `size` bytes, or
     writes of `streams` new files. The mount's counters (request sizes) are returned under 'fs'."""
     preload = [(f"r{i}", size) for i in range(streams)] if op == "read" else []
-    with Mount(mountpoint, options, preload=preload, prefix=prefix) as m:
+    # writes go into populated memory (as a file system recycling its buffers): no page faults timed
+    pre = ["--prealloc", f"{streams}:{size}"] if op == "write" else []
+    with Mount(mountpoint, [*pre, *(options or [])], preload=preload, prefix=prefix) as m:
         names = [f"r{i}" if op == "read" else f"w{i}" for i in range(streams)]
         r = run_streams([m.mountpoint / n for n in names], op, bs, size, direct=direct, prefix=prefix)
         r["fs"] = m.stats()

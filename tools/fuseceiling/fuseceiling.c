@@ -57,10 +57,11 @@ static struct {
     unsigned max_read;  /* -o max_read + conn->max_read (0: libfuse default) */
     long readahead;     /* bdi read_ahead_kb in bytes; 0: leave the kernel's */
     int direct_io;
+    int direct_io_read;  /* files opened read-only use direct I/O (MemFS --writeback-cache's reads) */
     int writeback_cache; /* 1 asked, 2 granted */
     int splice;          /* 0 none, 1 libfuse default, 2 all */
     const char *mountpoint;
-} C = {1u << 20, 0, 1 << 20, 0, 0, 1, NULL};
+} C = {1u << 20, 0, 1 << 20, 0, 0, 0, 1, NULL};
 
 /* ------------------------------------------------------------- files */
 typedef struct file {
@@ -132,9 +133,46 @@ static file_t *file_new(const char *name, mode_t mode)
     return f;
 }
 
+/* Memory of unlinked files is kept for the next file (up to POOL_MAX mappings),
+ * populated: a file written into it takes no page faults and no zeroing, as a
+ * file system writing into buffers it recycles.  --prealloc fills it at start. */
+#define POOL_MAX 256
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { char *p; size_t cap; } pool[POOL_MAX];
+static int npool;
+
+static int pool_take(size_t want, char **p, size_t *cap)
+{
+    int best = -1;
+    pthread_mutex_lock(&pool_lock);
+    for (int i = 0; i < npool; i++) /* the smallest that fits, else the largest */
+        if (best < 0 || (pool[i].cap >= want ? pool[best].cap < want || pool[i].cap < pool[best].cap
+                                             : pool[best].cap < want && pool[i].cap > pool[best].cap))
+            best = i;
+    if (best >= 0) {
+        *p = pool[best].p;
+        *cap = pool[best].cap;
+        pool[best] = pool[--npool];
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return best >= 0;
+}
+
+static void pool_give(char *p, size_t cap)
+{
+    pthread_mutex_lock(&pool_lock);
+    if (npool < POOL_MAX) {
+        pool[npool].p = p;
+        pool[npool++].cap = cap;
+        p = NULL;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    if (p) munmap(p, cap);
+}
+
 static void file_drop_data(file_t *f)
 {
-    if (f->cap) munmap(f->data, f->cap);
+    if (f->cap) pool_give(f->data, f->cap);
     f->data = NULL;
     f->size = f->cap = 0;
 }
@@ -164,6 +202,8 @@ static size_t page_up(size_t n)
 static int ensure_cap(file_t *f, size_t n)
 {
     if (n <= f->cap) return 0;
+    if (!f->cap && pool_take(n, &f->data, &f->cap) && n <= f->cap) return 0;
+    size_t old = f->cap;
     size_t cap = f->cap ? f->cap : (1u << 20);
     while (cap < n) cap *= 2;
     cap = page_up(cap);
@@ -172,6 +212,8 @@ static int ensure_cap(file_t *f, size_t n)
     if (p == MAP_FAILED) return -ENOMEM;
     f->data = p;
     f->cap = cap;
+    /* fault the new range in at once (not page by page inside the copy) */
+    madvise(f->data + old, cap - old, MADV_POPULATE_WRITE);
     return 0;
 }
 
@@ -179,10 +221,10 @@ static int ensure_cap(file_t *f, size_t n)
 static int file_truncate(file_t *f, size_t size)
 {
     if (size < f->size) {
-        memset(f->data + size, 0, f->size - size); /* later growth reads zeros */
     } else if (size > f->size) {
         int e = ensure_cap(f, size);
         if (e) return e;
+        memset(f->data + f->size, 0, size - f->size); /* a recycled mapping holds old bytes */
     }
     f->size = size;
     clock_gettime(CLOCK_REALTIME, &f->mtime);
@@ -227,13 +269,13 @@ static int stats_json(char *buf, size_t cap)
         "\"fuse\":{\"max_write\":%u,\"max_read\":%u,\"max_readahead\":%u,\"max_background\":%u,"
         "\"read_ahead_kb\":%d,\"capable\":%llu,\"want\":%llu,"
         "\"splice_read\":%d,\"splice_write\":%d,\"splice_move\":%d,\"writeback_cache\":%d,"
-        "\"direct_io\":%d}}\n",
+        "\"direct_io\":%d,\"direct_io_read\":%d}}\n",
         L(read_reqs), L(read_bytes), L(read_max), L(write_reqs), L(write_bytes), L(write_max),
         L(opens), L(creates), L(unlinks), L(enomem), files_n, (unsigned long long)bytes,
         init_max_write, init_max_read, init_max_readahead, init_max_background, bdi_read_ahead_kb,
         (unsigned long long)init_capable, (unsigned long long)init_want,
         !!(init_want & FUSE_CAP_SPLICE_READ), !!(init_want & FUSE_CAP_SPLICE_WRITE),
-        !!(init_want & FUSE_CAP_SPLICE_MOVE), C.writeback_cache == 2, C.direct_io);
+        !!(init_want & FUSE_CAP_SPLICE_MOVE), C.writeback_cache == 2, C.direct_io, C.direct_io_read);
 #undef L
 }
 
@@ -419,7 +461,7 @@ static void c_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, st
 
 static void set_open_flags(struct fuse_file_info *fi)
 {
-    fi->direct_io = C.direct_io;
+    fi->direct_io = C.direct_io || (C.direct_io_read && (fi->flags & O_ACCMODE) == O_RDONLY);
     fi->keep_cache = 0; /* every open reads through FUSE, never a warm page cache */
     tune_readahead();
     add(&S.opens, 1);
@@ -679,10 +721,13 @@ static void usage(FILE *f)
             "usage: fuseceiling [options] [FUSE options] MOUNTPOINT\n"
             "  --preload NAME:SIZE   a file /NAME of SIZE bytes (k/m/g), pattern content (repeatable)\n"
             "  --preload-many PREFIX:COUNT:SIZE   files /PREFIX0 .. /PREFIX{COUNT-1}\n"
+            "  --prealloc COUNT:SIZE  COUNT populated mappings of SIZE for new files (no page faults\n"
+            "                        while writing; memory of unlinked files is reused the same way)\n"
             "  --max-write N         FUSE write request size (default 1m, libfuse 3.14's maximum)\n"
             "  --max-read N          FUSE read request cap (-o max_read=N; default: none)\n"
             "  --readahead N         the mount's read_ahead_kb, in bytes (default 1m; 0 = kernel's)\n"
             "  --direct-io           data files with FUSE direct I/O (no page cache)\n"
+            "  --direct-io-read      only files opened read-only with direct I/O\n"
             "  --writeback-cache     ask for the kernel's FUSE writeback cache\n"
             "  --splice MODE         none | default (libfuse's: splice-read if offered) | all\n"
             "                        (splice read, write and move)\n"
@@ -760,6 +805,7 @@ int main(int argc, char **argv)
             return 0;
         }
         if (!strcmp(a, "--direct-io")) { C.direct_io = 1; continue; }
+        if (!strcmp(a, "--direct-io-read")) { C.direct_io_read = 1; continue; }
         if (!strcmp(a, "--writeback-cache")) { C.writeback_cache = 1; continue; }
         if (!strncmp(a, "--", 2) && a[2]) {
             if (i + 1 >= argc) {
@@ -806,6 +852,23 @@ int main(int argc, char **argv)
                 if (strchr(name, '/') || !strcmp(name, STATS_NAME) || preload(name, (size_t)n)) {
                     fprintf(stderr, "fuseceiling: cannot preload %s\n", name);
                     return 1;
+                }
+            } else if (!strcmp(a, "--prealloc")) {
+                unsigned long count;
+                char sz[64];
+                if (sscanf(v, "%lu:%63s", &count, sz) != 2 || parse_size(sz, &n) || !n || count > POOL_MAX) {
+                    fprintf(stderr, "fuseceiling: bad --prealloc (COUNT:SIZE, COUNT <= %d)\n", POOL_MAX);
+                    return 2;
+                }
+                for (unsigned long k = 0; k < count; k++) {
+                    size_t cap = page_up((size_t)n);
+                    void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                                   -1, 0);
+                    if (p == MAP_FAILED) {
+                        fprintf(stderr, "fuseceiling: --prealloc: %s\n", strerror(errno));
+                        return 1;
+                    }
+                    pool_give(p, cap);
                 }
             } else if (!strcmp(a, "--preload-many")) {
                 char prefix[200], sz[64];

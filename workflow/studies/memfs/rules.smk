@@ -135,6 +135,51 @@ rule memfs_limit_run:
         memfs_bench_cmd("limit", "")
 
 
+rule memfs_fusegap_run:
+    """Issue 22: one repeat of MemFS / raw memcached / the FUSE ceiling, like for like, on one host."""
+    input:
+        code=study_code("memfs", "fusegap") + ["tools/fuseceiling/ceiling.py"],
+    output:
+        MEMFS_GAP_RAW,
+    log:
+        "results/memfs/log/fusegap/rep~{rep}.log",
+    benchmark:
+        "results/memfs/benchmarks/memfs_fusegap_run/rep~{rep}.tsv"
+    wildcard_constraints:
+        rep=r"\d+",
+    resources:
+        **n_plus_1_resources(0, runtime=MEMFS["runtime_minutes"]),
+    params:
+        cfg=lambda wc: shlex.quote(
+            json.dumps({"memfs": MEMFS["memfs"], "fuse_gap": MEMFS_GAP}, sort_keys=True)
+        ),
+    shell:
+        f"({study_module('memfs', 'fusegap')} run --rep {{wildcards.rep}} --config {{params.cfg}}"
+        " --out {output}) > {log} 2>&1"
+
+
+rule memfs_fusegap:
+    """Issue 22's table: ratios to memcached, the FUSE ceiling and their composite, from the raw files."""
+    input:
+        raw=lambda wc: [
+            MEMFS_GAP_RAW.format(rep=r) for r in range(int(MEMFS_GAP.get("reps", 5)))
+        ],
+        code=study_code("memfs", "fusegap"),
+    output:
+        table=MEMFS_OUT["fusegap"],
+        runs=MEMFS_OUT["fusegap_runs"],
+        md=MEMFS_OUT["fusegap_md"],
+    log:
+        "results/memfs/log/fusegap_table.log",
+    container:
+        ANALYSIS_IMAGE
+    resources:
+        **analysis_resources(),
+    shell:
+        f"{study_module('memfs', 'fusegap')} table {{input.raw}} --runs {{output.runs}}"
+        " --table {output.table} --md {output.md} > {log} 2>&1"
+
+
 localrules:
     memfs_expected,
 
@@ -250,7 +295,8 @@ rule memfs_envelope:
                 "figure25",
                 "figure26",
             )
-        ],
+        ]
+        + ([MEMFS_OUT["fusegap"]] if MEMFS_GAP_ON else []),
 
 
 rule memfs_envelope_runs:

@@ -36,7 +36,13 @@ MEMFS_OUT = {
     "figure25": "results/memfs/figures/figure2_5_throughput.png",
     "figure26": "results/memfs/figures/figure2_6_metadata.png",
     "kick": "results/memfs/kick/measurements.csv",
+    "fusegap": "results/memfs/tables/fuse_gap.csv",
+    "fusegap_runs": "results/memfs/tables/fuse_gap_runs.csv",
+    "fusegap_md": "results/memfs/tables/fuse_gap.md",
 }
+MEMFS_GAP = MEMFS.get("fuse_gap", {})
+MEMFS_GAP_ON = MEMFS_ON and bool(MEMFS_GAP.get("enabled", False))
+MEMFS_GAP_RAW = "results/memfs/raw/fusegap/rep~{rep}.json"
 MEMFS_BENCH_CODE = study_code("memfs", "run", "layout") + [
     "tools/common.py",
     "tools/iozone/parser.py",
@@ -147,6 +153,10 @@ register_study(
             {
                 "path": MEMFS_OUT["issue13"],
                 "caption": "Issue 13: MemFS against raw memcached, measured side by side in each envelope job (same cluster, network emulation, clients per node, value size and bytes per node). Earlier runs (transcribed from the issue: mcbench run apart, 8 threads, time-bound) beside this run's min / median / max over the repeats; target >= 0.8x, a ratio above 1.0 in any repeat is a measurement error (no value). Breakdown from MemFS's own counters for the phase (median): mean FUSE request size, memcached data and metadata round trips per MiB, demand-fetch share; other counters per MiB.",
+            },
+            {
+                "path": MEMFS_OUT["fusegap"],
+                "caption": "Issue 22: MemFS against raw memcached, the FUSE ceiling (tools/fuseceiling: a FUSE file system serving from memory, no backend) and their composite (1/composite = 1/memcached + 1/ceiling: both per-byte costs on the same cores), like for like - per path (write/read), concurrent streams (mcbench threads = dd streams), transfer size (dd block) and variant (the ceiling with the variant's matching mount options), the same bytes, all measured interleaved in one job per repeat on one host. Min / median / max over the repeats; bound = the lower limit; verdict: met = median ratio to the composite >= 0.8 (1 MiB rows), measurement error = any repeat above 1.0 of any limit (ratios listed apart, never a result). Load average beside every row.",
             },
             {
                 "path": MEMFS_OUT["limit"],

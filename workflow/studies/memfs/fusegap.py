@@ -1,0 +1,509 @@
+#!/usr/bin/env python3
+"""MemFS against raw memcached, the FUSE ceiling and their composite, like for like (issue 22).
+
+    python3 -m studies.memfs.fusegap run --rep 0 --config '<memfs config JSON>' --out .../fusegap/rep~0.json
+    python3 -m studies.memfs.fusegap table RAW.json... --runs runs.csv --table table.csv [--md table.md]
+
+One job (``run``) = one repeat on one host: ``fuse_gap.servers`` memcached servers on loopback, then for
+every transfer size T, operation and stream count S of ``fuse_gap.transfers``, in one interleaved round
+(the order of the systems rotates with the repeat, so none is always first):
+
+* **raw memcached** (the backend limit): ``mcbench`` with S threads (the same number of concurrent
+  streams), values of MemFS's stripe size (what MemFS stores per round trip), the same bytes;
+  ``set`` for writes, ``get`` for reads;
+* **the FUSE ceiling** (``tools/fuseceiling``, no backend) and **MemFS**, each with every variant's mount
+  options (the ceiling gets the variant's matching options: same request sizes, direct I/O, writeback
+  cache): S concurrent ``dd`` streams of block size T, write (a new file each, close included) then read
+  (the files just written, through FUSE: keep_cache is off in both), same bytes.
+
+Every measurement keeps the load average before and after it, the file systems' counter deltas (request
+sizes, splice, round trips) and the command. Only the standard library is used by ``run``.
+
+``table`` (pandas): per repeat, composite = 1 / (1/memcached + 1/ceiling) (the two per-byte costs added:
+both share the cores), MemFS's ratio to each, and which limit is lower (bounds it); per configuration the
+min/median/max over the repeats and a verdict: a ratio above 1.0 to any of the three in any repeat is a
+``measurement error`` (its ratios are then listed apart, never as a result), else ``met`` when the median
+ratio to the composite is >= 0.8 (issue 22's target, set for the 1 MiB rows), else ``not met``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+if str(REPO) not in sys.path:  # run with any python3 from the repository root
+    sys.path.insert(0, str(REPO))
+
+from tools.fuseceiling import ceiling as fc  # noqa: E402
+
+MiB = 1 << 20
+TARGET = 0.8
+VALID_MAX = 1.0
+TARGET_SIZES = ("1MiB",)  # issue 22: the target is set for 1 MiB transfers (at 1 and 8 streams)
+MET, NOT_MET, MEASUREMENT_ERROR, NOT_RUN, INFO = "met", "not met", "measurement error", "not run", "no target"
+
+DEFAULTS = {
+    "enabled": True,
+    "servers": 4,
+    "memcached_mem_mb": 2048,
+    "reps": 5,
+    "cpus": "",
+    "memcached_values": ["512KiB", "1MiB"],
+    "transfers": [
+        {"size": "1MiB", "ops": ["write", "read"], "streams": [1, 8], "bytes": "256MiB"},
+        {"size": "4KiB", "ops": ["write"], "streams": [1, 8], "bytes": "32MiB"},
+    ],
+    "variants": [
+        {"name": "paper", "memfs": [], "ceiling": ["--max-read", "512k"]},
+        {"name": "direct-io", "memfs": ["--direct-io"], "ceiling": ["--direct-io"]},
+        {"name": "writeback-cache", "memfs": ["--writeback-cache"],
+         "ceiling": ["--writeback-cache", "--direct-io-read"]},
+    ],
+}
+
+
+def gap_config(cfg: dict) -> dict:
+    g = dict(DEFAULTS)
+    g.update(cfg.get("fuse_gap", {}))
+    return g
+
+
+def size_bytes(s) -> int:
+    if isinstance(s, int):
+        return s
+    m = re.fullmatch(r"(\d+)\s*([KMG]?)i?B?", str(s).strip(), re.I)
+    if not m:
+        raise ValueError(f"bad size {s!r}")
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2).upper()]
+
+
+def say(msg: str) -> None:
+    print(f"[memfs_fusegap {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ----------------------------------------------------------------------------- services
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def is_mounted(path) -> bool:
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+class Services:
+    """memcached servers and mounts this job started; everything is stopped by PID on exit."""
+
+    def __init__(self, binaries: dict, prefix: list[str]):
+        self.bin = binaries
+        self.prefix = prefix
+        self.procs: list[subprocess.Popen] = []
+        self.servers: list[str] = []
+
+    def start_memcached(self, n: int, mem_mb: int) -> None:
+        for _ in range(n):
+            port = free_port()
+            cmd = [*self.prefix, self.bin["memcached"], "-l", "127.0.0.1", "-p", str(port), "-U", "0",
+                   "-m", str(mem_mb), "-I", "2m", "-M", "-t", "2", "-c", "4096"]
+            if os.geteuid() == 0:
+                cmd += ["-u", "root"]
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.procs.append(p)
+            for _ in range(500):
+                try:
+                    socket.create_connection(("127.0.0.1", port), 0.2).close()
+                    break
+                except OSError:
+                    if p.poll() is not None:
+                        raise RuntimeError(f"memcached exited {p.returncode}") from None
+                    time.sleep(0.02)
+            else:
+                raise RuntimeError("memcached did not start")
+            self.servers.append(f"127.0.0.1:{port}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+class MemfsMount:
+    def __init__(self, binary: str, servers: list[str], opts: list[str], path: Path, prefix: list[str]):
+        self.cmd = [*prefix, binary, "--servers", ",".join(servers), *opts, "-f", str(path)]
+        self.path = path
+        self.proc = None
+        self.log = None
+
+    def __enter__(self):
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(1000):
+            if is_mounted(self.path):
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"memfs exited {self.proc.returncode}: {self.output()}")
+            time.sleep(0.02)
+        self.__exit__()
+        raise RuntimeError("memfs did not mount")
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")[-2000:]
+
+    def stats(self) -> dict:
+        return json.loads((self.path / ".memfs-stats").read_text())
+
+    def __exit__(self, *exc):
+        if self.proc and self.proc.poll() is None:
+            subprocess.run(["fusermount3", "-u", str(self.path)], capture_output=True)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                subprocess.run(["fusermount3", "-u", "-z", str(self.path)], capture_output=True)
+                self.proc.kill()
+                self.proc.wait()
+        if self.log:
+            self.log.close()
+
+
+def flat(d, prefix="", out=None) -> dict:
+    """Every numeric leaf of a stats JSON as 'a.b.c' -> value."""
+    out = {} if out is None else out
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            flat(v, key + ".", out)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[key] = v
+    return out
+
+
+def delta(before: dict, after: dict) -> dict:
+    a, b = flat(after), flat(before)
+    return {k: a[k] - b.get(k, 0) for k in sorted(a) if a[k] - b.get(k, 0)}
+
+
+# ----------------------------------------------------------------------------- measurements
+def mcbench(binaries, servers, op, threads, vsize, nbytes, prefix) -> dict:
+    ops = max(threads, nbytes // vsize)
+    cmd = [*prefix, binaries["mcbench"], "--servers", ",".join(servers), "--op", op, "--value-size", str(vsize),
+           "--threads", str(threads), "--ops", str(ops)]
+    load = fc.loadavg()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    rec = next((x for x in lines if x.get("op") == op), None)
+    if r.returncode or rec is None or rec["errors"] or rec["bytes"] < ops * vsize:
+        raise RuntimeError(f"mcbench {op}: rc={r.returncode} {r.stdout[-500:]} {r.stderr[-500:]}")
+    # the `get` run first stores its keys (untimed); only the timed op counts
+    return {"mib_s": rec["bytes_per_s"] / MiB, "seconds": rec["seconds"], "bytes": rec["bytes"],
+            "value_size": vsize, "threads": threads, "command": cmd, "loadavg": load,
+            "loadavg_after": fc.loadavg(), "raw": rec}
+
+
+def fs_streams(root: Path, stats, op, bs, streams, per_stream, prefix) -> dict:
+    paths = [root / f"s{i}" for i in range(streams)]
+    before = stats()
+    r = fc.run_streams(paths, op, bs, per_stream, prefix=prefix)
+    r["counters"] = delta(before, stats())
+    r["loadavg_after"] = fc.loadavg()
+    return r
+
+
+def measure_fs(kind, variant, binaries, servers, T, ops, S, per_stream, base: Path, prefix) -> list[dict]:
+    """Write (then read back, if asked) S files of per_stream bytes through a fresh mount."""
+    mnt = base / f"{kind}-{variant['name']}"
+    if kind == "memfs":
+        ctx = MemfsMount(binaries["memfs"], servers, list(variant["memfs"]), mnt, prefix)
+        opts = list(variant["memfs"])
+    else:  # writes go into populated memory, as a file system recycling its buffers (no page faults timed)
+        opts = list(variant["ceiling"])
+        ctx = fc.Mount(mnt, ["--prealloc", f"{S}:{per_stream}", *opts], binary=binaries["fuseceiling"],
+                       prefix=prefix)
+    out = []
+    with ctx as m:
+        stats = m.stats
+        for op in ["write", "read"]:
+            r = fs_streams(mnt, stats, op, T, S, per_stream, prefix)
+            if op in ops:
+                r.update(system=kind, variant=variant["name"], options=opts)
+                out.append(r)
+        for i in range(S):
+            os.unlink(mnt / f"s{i}")
+    return out
+
+
+def binaries(cfg: dict) -> dict:
+    b = {"memcached": shutil.which("memcached") or "memcached",
+         "memfs": os.environ.get("MEMFS_BIN", str(REPO / "systems/memfs/build/memfs")),
+         "mcbench": os.environ.get("MCBENCH_BIN", str(REPO / "systems/memfs/build/mcbench")),
+         "fuseceiling": os.environ.get("FUSECEILING_BIN", str(fc.BIN))}
+    for k in ("memfs", "mcbench", "fuseceiling"):
+        if not Path(b[k]).exists():
+            raise SystemExit(f"{k} not built: {b[k]} (make -C systems/memfs tools/fuseceiling)")
+    return b
+
+
+def run_job(cfg: dict, rep: int) -> dict:
+    g = gap_config(cfg)
+    stripe = int(cfg.get("memfs", {}).get("stripe_size", 524288))
+    prefix = ["taskset", "-c", g["cpus"]] if g["cpus"] else []
+    # raw memcached at MemFS's stripe size and at every other value size asked for (a variant with larger
+    # stripes): the limit is the fastest, so it bounds every variant
+    values = sorted({stripe, *(size_bytes(v) for v in g["memcached_values"])})
+    bins = binaries(cfg)
+    rec = {"experiment": "fusegap", "rep": rep, "host": socket.gethostname(), "nproc": os.cpu_count(),
+           "cpus": g["cpus"], "config": g, "stripe_size": stripe, "binaries": bins,
+           "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "loadavg_start": fc.loadavg(),
+           "measurements": []}
+    base = Path(tempfile.mkdtemp(prefix="memfs-fusegap-"))
+    try:
+        with Services(bins, prefix) as sv:
+            sv.start_memcached(int(g["servers"]), int(g["memcached_mem_mb"]))
+            rec["servers"] = sv.servers
+            k = 0
+            for tr in g["transfers"]:
+                T, total = size_bytes(tr["size"]), size_bytes(tr["bytes"])
+                for S in tr["streams"]:
+                    per_stream = total // S // T * T
+                    if per_stream < T:
+                        raise SystemExit(f"fuse_gap: {tr['bytes']} is less than {S} x {tr['size']}")
+                    systems = [("mcbench", None)] + [(kind, v) for v in g["variants"] for kind in ("fuseceiling",
+                                                                                                   "memfs")]
+                    shift = (rep + k) % len(systems)  # rotate: no system is always measured first
+                    k += 1
+                    for kind, v in systems[shift:] + systems[:shift]:
+                        if kind == "mcbench":
+                            rs = []
+                            for op in tr["ops"]:
+                                tries = [mcbench(bins, sv.servers, "set" if op == "write" else "get", S,
+                                                 min(v, per_stream), per_stream * S, prefix) for v in values]
+                                r = max(tries, key=lambda x: x["mib_s"])  # the limit: the fastest value size
+                                r["tries"] = [{k: t[k] for k in ("value_size", "mib_s", "seconds", "loadavg")}
+                                              for t in tries]
+                                r.update(system="memcached", variant="", op=op)
+                                rs.append(r)
+                        else:
+                            rs = measure_fs(kind, v, bins, sv.servers, T, tr["ops"], S, per_stream, base, prefix)
+                        for r in rs:
+                            r.update(transfer=tr["size"], transfer_bytes=T, streams=S, bytes_per_stream=per_stream)
+                            rec["measurements"].append(r)
+                            say(f"rep {rep} {tr['size']} x{S} {r['op']:5s} {r['system']:11s} {r['variant']:16s} "
+                                f"{r['mib_s']:8.1f} MiB/s  load {r['loadavg'][0]:.1f}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    rec["loadavg_end"] = fc.loadavg()
+    rec["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return rec
+
+
+# ----------------------------------------------------------------------------- analysis
+def _div(a, b):
+    return a / b if a is not None and b and not (isinstance(a, float) and math.isnan(a)) else math.nan
+
+
+def composite(mc: float, ceil: float) -> float:
+    """Per-byte costs added (both share the cores): 1/composite = 1/memcached + 1/ceiling."""
+    if not mc or not ceil or math.isnan(mc) or math.isnan(ceil):
+        return math.nan
+    return 1.0 / (1.0 / mc + 1.0 / ceil)
+
+
+def run_rows(records: list[dict]) -> list[dict]:
+    """One row per repeat, transfer, op, streams and variant: MemFS, both limits, composite, ratios, bound."""
+    rows = []
+    for rec in records:
+        ms = rec["measurements"]
+        key = lambda m: (m["transfer"], m["op"], m["streams"])  # noqa: E731
+        mc = {key(m): m for m in ms if m["system"] == "memcached"}
+        ceil = {key(m) + (m["variant"],): m for m in ms if m["system"] == "fuseceiling"}
+        for m in ms:
+            if m["system"] != "memfs":
+                continue
+            k = key(m)
+            lim, c = mc.get(k), ceil.get(k + (m["variant"],))
+            mc_bw = lim["mib_s"] if lim else math.nan
+            c_bw = c["mib_s"] if c else math.nan
+            comp = composite(mc_bw, c_bw)
+            loads = [x["loadavg"][0] for x in (m, lim, c) if x] + [x["loadavg_after"][0] for x in (m, lim, c) if x]
+            rows.append({
+                "rep": rec["rep"], "transfer": m["transfer"], "op": m["op"], "streams": m["streams"],
+                "variant": m["variant"], "memfs_options": " ".join(m["options"]),
+                "ceiling_options": " ".join(c["options"]) if c else "",
+                "memcached_value_size": lim["value_size"] if lim else math.nan,
+                "memcached_threads": lim["threads"] if lim else math.nan,
+                "bytes": m["bytes"], "memfs_mib_s": m["mib_s"], "memcached_mib_s": mc_bw, "ceiling_mib_s": c_bw,
+                "composite_mib_s": comp, "ratio_memcached": _div(m["mib_s"], mc_bw),
+                "ratio_ceiling": _div(m["mib_s"], c_bw), "ratio_composite": _div(m["mib_s"], comp),
+                "bound": ("memcached" if mc_bw < c_bw else "FUSE ceiling") if mc_bw == mc_bw and c_bw == c_bw else "",
+                "load_min": min(loads), "load_max": max(loads), "host": rec["host"], "nproc": rec["nproc"],
+                "cpus": rec["cpus"], "started_at": rec["started_at"],
+                "memfs_fuse_write_kib": _req_kib(m, "write"), "memfs_fuse_read_kib": _req_kib(m, "read"),
+                "ceiling_request_kib": _ceil_kib(c, m["op"]) if c else math.nan,
+            })
+    return rows
+
+
+def _req_kib(m, op) -> float:
+    c = m.get("counters", {})
+    key = "io.bytes_written" if op == "write" else "io.bytes_read"
+    calls = "io.write_calls" if op == "write" else "io.read_calls"
+    return _div(c.get(key, math.nan), c.get(calls, 0)) / 1024 if m["op"] == op else math.nan
+
+
+def _ceil_kib(c, op) -> float:
+    k = c.get("counters", {})
+    return _div(k.get(f"{op}_bytes", math.nan), k.get(f"{op}_reqs", 0)) / 1024
+
+
+def verdict(ratios: dict[str, list[float]], transfer: str) -> tuple[str, str]:
+    """(verdict, why): measurement error if any repeat's ratio to any limit is above 1.0; else met / not met
+    against the composite for the target sizes, 'no target' for the others."""
+    above = [f"{name} {r:.2f}" for name, rs in ratios.items() for r in rs if r == r and r > VALID_MAX]
+    comp = [r for r in ratios.get("composite", []) if r == r]
+    if not comp:
+        return NOT_RUN, ""
+    if above:
+        return MEASUREMENT_ERROR, "above 1.0: " + ", ".join(above)
+    if transfer not in TARGET_SIZES:
+        return INFO, ""
+    return (MET if statistics.median(comp) >= TARGET else NOT_MET), ""
+
+
+def _mmm(xs):
+    xs = [x for x in xs if x == x]
+    return (min(xs), statistics.median(xs), max(xs)) if xs else (math.nan,) * 3
+
+
+def gap_table(rows: list[dict]) -> list[dict]:
+    """Per transfer, op, streams and variant: min/median/max over the repeats, what bounds it, the verdict."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["transfer"], r["op"], r["streams"], r["variant"]), []).append(r)
+    out = []
+    for (tr, op, s, var), rs in groups.items():
+        ratios = {n: [r[f"ratio_{n}"] for r in rs] for n in ("memcached", "ceiling", "composite")}
+        v, why = verdict(ratios, tr)
+        bad = v == MEASUREMENT_ERROR
+        row = {"path": op, "streams": s, "transfer": tr, "variant": var, "reps": len(rs),
+               "memcached_threads": rs[0]["memcached_threads"], "memcached_value_size": rs[0]["memcached_value_size"],
+               "memfs_options": rs[0]["memfs_options"], "ceiling_options": rs[0]["ceiling_options"]}
+        for col in ("memfs_mib_s", "memcached_mib_s", "ceiling_mib_s", "composite_mib_s"):
+            lo, med, hi = _mmm([r[col] for r in rs])
+            row.update({f"{col}_min": lo, f"{col}_median": med, f"{col}_max": hi})
+        for n in ("memcached", "ceiling", "composite"):
+            lo, med, hi = _mmm(ratios[n])
+            row.update({f"ratio_{n}_min": math.nan if bad else lo, f"ratio_{n}_median": math.nan if bad else med,
+                        f"ratio_{n}_max": math.nan if bad else hi})
+        bounds = [r["bound"] for r in rs if r["bound"]]
+        row["bound"] = max(set(bounds), key=bounds.count) if bounds else ""
+        row["bound_reps"] = f"{bounds.count(row['bound'])}/{len(rs)}" if bounds else ""
+        row.update({"verdict": v, "target": f">= {TARGET:g}x composite (median)" if tr in TARGET_SIZES else "",
+                    "invalid_ratios": why,
+                    "memfs_request_kib": _mmm([r["memfs_fuse_write_kib" if op == "write" else "memfs_fuse_read_kib"]
+                                               for r in rs])[1],
+                    "ceiling_request_kib": _mmm([r["ceiling_request_kib"] for r in rs])[1],
+                    "load_min": min(r["load_min"] for r in rs), "load_max": max(r["load_max"] for r in rs),
+                    "nproc": rs[0]["nproc"], "cpus": rs[0]["cpus"]})
+        out.append(row)
+    order = {"write": 0, "read": 1}
+    out.sort(key=lambda r: (size_bytes(r["transfer"]) * -1, order.get(r["path"], 9), r["streams"], r["variant"]))
+    return out
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ""
+        return f"{v:.3g}" if abs(v) < 10 else f"{v:.0f}"
+    return str(v)
+
+
+def write_csv(rows: list[dict], path: str) -> None:
+    import csv
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    cols = list(rows[0]) if rows else ["path"]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+
+
+MD_COLS = ["path", "streams", "transfer", "variant", "reps", "memcached_mib_s_median", "ceiling_mib_s_median",
+           "composite_mib_s_median", "memfs_mib_s_median", "ratio_memcached_median", "ratio_ceiling_median",
+           "ratio_composite_min", "ratio_composite_median", "ratio_composite_max", "bound", "verdict",
+           "load_min", "load_max"]
+
+
+def write_md(table: list[dict], path: str) -> None:
+    lines = ["| " + " | ".join(MD_COLS) + " |", "|" + "---|" * len(MD_COLS)]
+    for r in table:
+        lines.append("| " + " | ".join(_fmt(r[c]) for c in MD_COLS) + " |")
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--rep", type=int, required=True)
+    r.add_argument("--config", required=True, help="the memfs config section (JSON, or @file)")
+    r.add_argument("--out", required=True)
+    t = sub.add_parser("table")
+    t.add_argument("raw", nargs="*")
+    t.add_argument("--runs", required=True)
+    t.add_argument("--table", required=True)
+    t.add_argument("--md", default="")
+    a = ap.parse_args(argv)
+    if a.cmd == "run":
+        text = Path(a.config[1:]).read_text() if a.config.startswith("@") else a.config
+        cfg = json.loads(text)
+        say(f"fusegap rep {a.rep} -> {a.out} (load {fc.loadavg()})")
+        rec = run_job(cfg, a.rep)
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        tmp = a.out + ".tmp"
+        Path(tmp).write_text(json.dumps(rec, indent=1, sort_keys=True))
+        os.replace(tmp, a.out)
+        return 0
+    recs = [json.loads(Path(p).read_text()) for p in a.raw if Path(p).exists()]
+    rows = run_rows(recs)
+    tab = gap_table(rows)
+    write_csv(rows, a.runs)
+    write_csv(tab, a.table)
+    if a.md:
+        write_md(tab, a.md)
+    for row in tab:
+        print(" ".join(f"{c}={_fmt(row[c])}" for c in MD_COLS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
