@@ -7,7 +7,7 @@ import signal
 import subprocess
 
 import pytest
-from kpassthrough_testlib import (BIN, SIZES, SYS, Mount, kernel_has_passthrough, make_source,
+from kpassthrough_testlib import (BIN, SYS, Mount, kernel_has_passthrough, make_source,
                                   missing_prereq, mounted)
 
 pytestmark = pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))

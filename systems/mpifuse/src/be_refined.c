@@ -7,10 +7,17 @@
  * parallel: only the cache bookkeeping is under the entry's mutex, a chunk
  * being fetched is waited for, a pinned chunk is never evicted.
  * Window and loader are osr's (window.c).
+ *
+ * map_source (ours, off by default): the own part's window is a private
+ * mapping of the source file instead of a copy (window.c), so open does not
+ * wait for a load and nothing is copied into the window; with splice, reads
+ * that lie in the own part are handed to libfuse as the source file's fd
+ * (read_buf, FUSE_BUF_IS_FD: spliced into the reply) instead of a memcpy.
  */
 #include "mfs.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +46,28 @@ static struct refined_entry *REF(struct fentry *e)
 
 static int refined_check(mfs_t *m, const char *mode, char *err, size_t errlen)
 {
+	if (m->o.zero_copy) {
+		snprintf(err, errlen, "zero_copy is a bcast option (mode %s reads through a copy; "
+			 "map_source,splice hands out its own part by fd)", mode);
+		return -1;
+	}
 	return mfs_check_no_meta(m, mode, err, errlen);
+}
+
+static void refined_describe(mfs_t *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "\"chunk\":%llu,\"map_source\":%s,\"splice\":%s,", (unsigned long long)m->o.chunk,
+		 m->o.map_source ? "true" : "false", m->o.splice ? "true" : "false");
+}
+
+static void refined_conn_init(mfs_t *m, struct fuse_conn_info *conn)
+{
+	if (!m->fd_reads)
+		return;
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
+		conn->want |= FUSE_CAP_SPLICE_MOVE;
 }
 
 static void refined_create(mfs_t *m, struct fentry *e)
@@ -48,7 +76,10 @@ static void refined_create(mfs_t *m, struct fentry *e)
 	if (!f)
 		mfs_fatal(m, "out of memory");
 	e->be = f;
-	mfs_win_create(m, e, e->my_len, 0);
+	if (m->o.map_source)
+		mfs_win_create_map(m, e);
+	else
+		mfs_win_create(m, e, e->my_len, 0);
 	f->chunk = m->o.chunk ? m->o.chunk : e->part;
 	if (f->chunk > e->part)
 		f->chunk = e->part;
@@ -195,15 +226,30 @@ static int refined_read(mfs_t *m, struct fentry *e, char *buf, size_t size, uint
 	return (int)size;
 }
 
+/* map_source + splice: a range inside the own part is handed out as the
+ * mapped source file's fd (positions are file offsets); anything else is
+ * copied by refined_read */
+static int refined_read_fd(mfs_t *m, struct fentry *e, size_t size, uint64_t off, int *fd)
+{
+	struct win_part *w = WIN(e);
+	if (!w->mapped || off < e->my_off || off + size > e->my_off + e->my_len)
+		return -EAGAIN;
+	(void)m;
+	*fd = w->src_fd;
+	return (int)size;
+}
 
 const struct mfs_backend mfs_backend_refined = {
 	.name = "osr-refined",
 	.distributed = 1,
 	.check_opts = refined_check,
+	.describe = refined_describe,
+	.conn_init = refined_conn_init,
 	.create = refined_create,
 	.destroy = mfs_win_destroy,
 	.free_priv = refined_free_priv,
 	.on_message = mfs_win_on_message,
 	.open = mfs_win_open,
 	.read = refined_read,
+	.read_fd = refined_read_fd,
 };

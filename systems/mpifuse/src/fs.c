@@ -354,7 +354,9 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 {
 	mfs_t *m = ctx_mfs();
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
-	if (h->kind == H_ENTRY && m->o.zero_copy && m->be->read_fd) { /* zero_copy: the backend's buffer, by fd */
+	/* fd reads: bcast zero_copy (the backend's buffer), osr-refined map_source+splice
+	 * (the own part's source file); a range the backend has no fd for is copied below */
+	if (h->kind == H_ENTRY && m->fd_reads) {
 		struct fentry *e = h->e;
 		if (off < 0)
 			return -EINVAL;
@@ -365,6 +367,8 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 				size = (size_t)(e->size - o);
 			rc = m->be->read_fd(m, e, size, o, &fd);
 		}
+		if (rc == -EAGAIN)
+			goto copy;
 		if (rc < 0)
 			return rc;
 		struct fuse_bufvec *bv = malloc(sizeof(*bv));
@@ -385,7 +389,8 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 		}
 		return 0;
 	}
-	if (h->kind != H_PASS) { /* the stats files, empty files */
+copy:
+	if (h->kind != H_PASS) { /* the stats files, empty files, ranges without an fd */
 		struct fuse_bufvec *bv = malloc(sizeof(*bv));
 		char *mem = malloc(size ? size : 1);
 		if (!bv || !mem) {
@@ -439,7 +444,7 @@ static void fill_ops(mfs_t *m, struct fuse_operations *ops)
 	ops->open = op_open;
 	ops->read = op_read;
 	if ((!m->be->distributed && m->o.splice) || /* passthrough: splice from the source */
-	    (m->o.zero_copy && m->be->read_fd))     /* zero_copy: from the backend's buffer */
+	    m->fd_reads)                            /* the backend's buffer / source fd */
 		ops->read_buf = op_read_buf;
 	ops->release = op_release;
 	ops->mknod = op_erofs_mknod;
@@ -725,6 +730,10 @@ int mpifuse_start(MPI_Comm comm, const char *mode, const char *source, const cha
 	} else if (m->o.zero_copy && !m->be->read_fd) {
 		snprintf(err, sizeof(err), "zero_copy is a bcast option (mode %s reads through a copy)", mode);
 		rc = -EINVAL;
+	} else if (m->o.map_source && m->mode != M_REFINED) {
+		snprintf(err, sizeof(err), "map_source is an osr-refined option (mode %s has no own-part window of "
+			 "that kind)", mode);
+		rc = -EINVAL;
 	} else if (m->thread_level < MPI_THREAD_SERIALIZED) {
 		snprintf(err, sizeof(err), "MPI thread level %s is insufficient (need SERIALIZED or MULTIPLE)",
 			 mfs_level_name(m->thread_level));
@@ -778,6 +787,8 @@ int mpifuse_start(MPI_Comm comm, const char *mode, const char *source, const cha
 	char *argv[] = { "mpifuse", "-o", optbuf, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct fuse_operations ops;
+	/* read_buf asks the backend for an fd: bcast zero_copy; osr-refined map_source+splice */
+	m->fd_reads = m->be->read_fd && (m->o.zero_copy || (m->o.map_source && m->o.splice));
 	fill_ops(m, &ops);
 	m->fuse = fuse_new(&args, &ops, sizeof(ops), m);
 	rc = 0;

@@ -54,6 +54,11 @@ struct mfs_opts {
 	int meta_buffer;        /* osr: the per-byte metadata buffer (paper's
 	                         * first version); 0 = owner from the split,
 	                         * no caching (the paper's Figure 5 variant)    */
+	int map_source;         /* osr-refined (ours): the own part's window is a
+	                         * private mapping of the source file (no copy
+	                         * at load, open does not wait for the load);
+	                         * with splice, own-part reads are handed to
+	                         * libfuse as the source fd                    */
 	int verbose;
 };
 
@@ -69,7 +74,8 @@ struct mfs_stats {
 	_Atomic uint64_t cache_hits, cache_misses, cache_evictions;
 	_Atomic uint64_t files_created, files_freed;
 	_Atomic uint64_t stream_cpu_ns; /* CPU time of finished bcast stream threads */
-	_Atomic uint64_t zc_bytes;      /* zero_copy: bytes handed to libfuse by fd */
+	_Atomic uint64_t zc_bytes;      /* bytes handed to libfuse by fd (bcast zero_copy,
+	                                 * osr-refined map_source+splice) */
 	_Atomic uint64_t reset_ns;
 };
 
@@ -187,9 +193,11 @@ struct mfs_backend {
 	int (*open)(mfs_t *m, struct fentry *e, uint64_t held_id);
 	void (*release)(mfs_t *m, struct fentry *e);
 	int (*read)(mfs_t *m, struct fentry *e, char *buf, size_t size, uint64_t off);
-	/* zero_copy: like read, but instead of copying say where the bytes lie
-	 * (*fd at offset off), valid while the entry is referenced */
+	/* fd reads (bcast zero_copy, osr-refined map_source+splice): like read,
+	 * but instead of copying say where the bytes lie (*fd at offset off),
+	 * valid while the entry is referenced */
 	int (*read_fd)(mfs_t *m, struct fentry *e, size_t size, uint64_t off, int *fd);
+	/* (read_fd returns -EAGAIN where the range has no fd: read copies it) */
 	/* osr family: this rank's own part has been read into the window */
 	void (*loaded)(mfs_t *m, struct fentry *e);
 };
@@ -210,6 +218,7 @@ struct mfs {
 	int serialized;
 	pthread_mutex_t mpi_mu;
 
+	int fd_reads;           /* read_buf asks the backend's read_fd first */
 	struct fuse *fuse;
 	pthread_t fuse_thr;
 	int fuse_started;
@@ -322,9 +331,16 @@ struct win_part {
 	atomic_int cancel;
 	struct fentry *lnext;  /* loader queue link                              */
 	_Atomic uint64_t *hot_sent; /* per rank: when MT_HOT was last sent to it  */
+	/* map_source (osr-refined): the window is a private mapping of the
+	 * source file; base = map + (my_off - page-aligned my_off) */
+	int mapped;
+	int src_fd;            /* the mapped source file (-1 none)               */
+	char *map;
+	size_t map_len;
 };
 #define WIN(e) ((struct win_part *)(e)->be)
 void mfs_win_create(mfs_t *m, struct fentry *e, uint64_t len, uint64_t load_at);
+void mfs_win_create_map(mfs_t *m, struct fentry *e);
 void mfs_win_load(mfs_t *m, struct fentry *e);
 void mfs_win_destroy(mfs_t *m, struct fentry *e);
 void mfs_win_free_mem(struct fentry *e);

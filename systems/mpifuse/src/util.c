@@ -178,6 +178,7 @@ int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errle
 		BOOLOPT("verbose", verbose)
 		BOOLOPT("meta_buffer", meta_buffer)
 		BOOLOPT("zero_copy", zero_copy)
+		BOOLOPT("map_source", map_source)
 		else if (!strcmp(tok, "readahead_kb")) {
 			if (!strcmp(val, "-1") || !strcasecmp(val, "off"))
 				o->readahead_kb = -1;

@@ -15,16 +15,27 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
-void mfs_win_create(mfs_t *m, struct fentry *e, uint64_t len, uint64_t load_at)
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14 */
+#endif
+
+static void win_init(mfs_t *m, struct win_part *w, uint64_t load_at)
 {
-	struct win_part *w = WIN(e);
 	w->load_at = load_at;
+	w->src_fd = -1;
 	w->ready = calloc((size_t)m->nranks, 1);
 	w->hot_sent = calloc((size_t)m->nranks, sizeof(*w->hot_sent));
 	if (!w->ready || !w->hot_sent)
 		mfs_fatal(m, "out of memory");
+}
+
+void mfs_win_create(mfs_t *m, struct fentry *e, uint64_t len, uint64_t load_at)
+{
+	struct win_part *w = WIN(e);
+	win_init(m, w, load_at);
 	int wd = mfs_wd_begin(m, "window creation for %s (id %llu)", e->path, (unsigned long long)e->id);
 	MPI_Info info;
 	MLOCK(m);
@@ -40,6 +51,59 @@ void mfs_win_create(mfs_t *m, struct fentry *e, uint64_t len, uint64_t load_at)
 	} else {
 		MPI_Win_allocate((MPI_Aint)len, 1, info, m->coll, &w->base, &w->win);
 	}
+	MPI_Info_free(&info);
+	MPI_Win_set_errhandler(w->win, MPI_ERRORS_ARE_FATAL);
+	MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win);
+	MUNLOCK(m);
+	mfs_wd_end(m, wd);
+	w->have_win = 1;
+}
+
+/* map_source (osr-refined, ours): the window of this rank's own part is a
+ * private, read-write mapping of the source file itself (MPI_Win_create on
+ * every rank, so the collective matches whatever each rank got): nothing is
+ * copied at load, the part lives in the page cache, and reads of it fault
+ * in (or splice) what they need. Private + writable so that an MPI library
+ * that registers window memory for writing gets copy-on-write pages instead
+ * of a failure; nothing writes it. If the mapping fails (a source that
+ * cannot be mapped), the window is ordinary memory loaded as usual. */
+void mfs_win_create_map(mfs_t *m, struct fentry *e)
+{
+	struct win_part *w = WIN(e);
+	win_init(m, w, 0);
+	uint64_t len = e->my_len;
+	if (len > 0) {
+		int fd = openat(m->srcfd, e->path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+			uint64_t moff = e->my_off / pg * pg, delta = e->my_off - moff;
+			void *p = mmap(NULL, len + delta, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, (off_t)moff);
+			if (p != MAP_FAILED) {
+				w->mapped = 1;
+				w->src_fd = fd;
+				w->map = p;
+				w->map_len = len + delta;
+				w->base = (char *)p + delta;
+			} else {
+				fprintf(stderr, "mpifuse: rank %d: map_source: cannot map %s (%s), loading a copy\n",
+					m->rank, e->path, strerror(errno));
+				close(fd);
+			}
+		}
+		if (!w->mapped) {
+			int rc = mfs_mbuf_alloc(m, &w->wbuf, len);
+			if (rc)
+				mfs_fatal(m, "cannot allocate a window of %llu bytes: %s", (unsigned long long)len,
+					  strerror(-rc));
+			w->base = w->wbuf.p;
+		}
+	}
+	int wd = mfs_wd_begin(m, "window creation for %s (id %llu)", e->path, (unsigned long long)e->id);
+	MPI_Info info;
+	MLOCK(m);
+	MPI_Info_create(&info);
+	MPI_Info_set(info, "accumulate_ordering", "none");
+	MPI_Win_create(len ? w->base : NULL, (MPI_Aint)len, 1, info, m->coll, &w->win);
 	MPI_Info_free(&info);
 	MPI_Win_set_errhandler(w->win, MPI_ERRORS_ARE_FATAL);
 	MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win);
@@ -93,16 +157,50 @@ void mfs_win_destroy(mfs_t *m, struct fentry *e)
 void mfs_win_free_mem(struct fentry *e)
 {
 	struct win_part *w = WIN(e);
+	if (w->mapped) {
+		munmap(w->map, w->map_len);
+		close(w->src_fd);
+		w->mapped = 0;
+	}
 	mfs_mbuf_free(&w->wbuf);
 	free(w->ready);
 	free(w->hot_sent);
+}
+
+/* map_source: bring the mapped part into memory (page cache and page
+ * tables) without copying it, in steps that a cancel can interrupt */
+static int populate_part(mfs_t *m, struct win_part *w, uint64_t len)
+{
+	const uint64_t step = 8ull << 20;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	for (uint64_t o = 0; o < w->map_len; o += step) {
+		if (atomic_load(&w->cancel))
+			return -ECANCELED;
+		uint64_t n = w->map_len - o < step ? w->map_len - o : step;
+		uint64_t t0 = mfs_now_ns();
+		if (madvise(w->map + o, n, MADV_POPULATE_READ) != 0) {
+			if (errno != EINVAL)
+				return -errno;
+			for (uint64_t i = 0; i < n; i += pg) /* kernel < 5.14: touch every page */
+				(void)*(volatile char *)(w->map + o + i);
+		}
+		SADD(m, source_read_ns, mfs_now_ns() - t0);
+		SADD(m, source_read_calls, 1);
+	}
+	SADD(m, bytes_read_source, len);
+	return 0;
 }
 
 static int load_part(mfs_t *m, struct fentry *e)
 {
 	struct win_part *w = WIN(e);
 	int rc = 0;
-	if (e->my_len > 0) {
+	if (w->mapped) {
+		rc = populate_part(m, w, e->my_len);
+		if (rc && rc != -ECANCELED)
+			fprintf(stderr, "mpifuse: rank %d: reading the mapped part of %s from the source failed: %s\n",
+				m->rank, e->path, strerror(-rc));
+	} else if (e->my_len > 0) {
 		int fd = openat(m->srcfd, e->path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			rc = -errno;
@@ -181,13 +279,15 @@ int mfs_win_open(mfs_t *m, struct fentry *e, uint64_t held_id)
 	int rc = 0;
 	pthread_mutex_lock(&e->rmu);
 	uint64_t t0 = mfs_now_ns();
-	while (w->loaded == 0) {
+	/* map_source: the own part is the source's page cache, reads fault in
+	 * (or splice) what they need; the loader only warms it for the peers */
+	while (w->loaded == 0 && !w->mapped) {
 		mfs_cv_wait(&e->rcv, &e->rmu, 0.5);
 		if (w->loaded == 0 && (double)(mfs_now_ns() - t0) / 1e9 > m->o.timeout)
 			mfs_fatal(m, "timeout after %.0f s waiting for this rank's part of %s to load", m->o.timeout,
 				  e->path);
 	}
-	if (w->loaded != 1)
+	if (w->loaded == 2)
 		rc = -EIO;
 	pthread_mutex_unlock(&e->rmu);
 	if (rc == 0) /* reads will follow: wake the owners' progress */

@@ -12,7 +12,6 @@ rank 0 (this test failed) and the idle live window 0.072."""
 import hashlib
 import json
 import os
-import subprocess
 import threading
 import time
 

@@ -84,7 +84,8 @@ def test_meta_buffer_off_is_osr_without_the_buffer(fsjob, built, tmp_path):
 
 
 def test_zero_copy_only_where_a_buffer_has_an_fd(fsjob, tmp_path):
-    """zero_copy (ours) exists for bcast only: the other modes refuse it at start-up, naming it; with it, bcast hands out every byte by its buffer's fd"""
+    """zero_copy (ours) exists for bcast only: the other modes refuse it at start-up, naming it; with
+    it, bcast hands out every byte by its buffer's fd"""
     import subprocess
 
     from mpifuse_testlib import BIN, mpi_env
@@ -104,4 +105,46 @@ def test_zero_copy_only_where_a_buffer_has_an_fd(fsjob, tmp_path):
             st = job.stats(r)
             assert st["zero_copy"] is by_fd and st["read_bytes"] >= 3 * MIB + 7, st
             assert st["zero_copy_read_bytes"] == (st["read_bytes"] if by_fd else 0), st
+        assert job.stop() == 0
+
+
+def test_map_source_own_part_by_mapping_and_fd(fsjob, tmp_path):
+    """map_source (ours) is an osr-refined option: the other modes refuse it at start-up, naming it.
+    With it every rank still reads its own part from the source once (populating the mapping: 1x
+    summed over ranks), the bytes are right on every rank, and with splice the reads of a rank's own
+    part (and only those) go out by the source file's fd: at n=1 every byte, at n=2 at most the
+    rank's half plus the requests straddling nothing else."""
+    import subprocess
+    import time
+
+    from mpifuse_testlib import BIN, mpi_env
+    src = tmp_path / "src"
+    src.mkdir()
+    for mode in ("osr", "bcast", "passthrough"):
+        r = subprocess.run(["mpirun", "-n", "1", BIN, "--mode", mode, "-o", "map_source=on", str(src),
+                            str(tmp_path / "m{rank}")], env=mpi_env(), capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and "map_source is an osr-refined option" in r.stdout + r.stderr, (mode, r.stderr)
+    size = 6 * MIB + 5
+    (src / "z.bin").write_bytes(os.urandom(size))
+    want = sha256_file(src / "z.bin")
+    for n, opts in ((1, "map_source=on,splice=on"), (2, "map_source=on,splice=on"), (1, "map_source=on"),
+                    (1, "")):
+        job = fsjob("osr-refined", n, src, opts=opts)
+        assert all(sha256_file(f"{m}/z.bin") == want for m in job.mounts), (n, opts)
+        for _ in range(100):  # map_source: the open does not wait for the loader's populate
+            sts = [job.stats(r) for r in range(n)]
+            if sum(st["bytes_read_source"] for st in sts) >= size:
+                break
+            time.sleep(0.05)
+        assert sum(st["bytes_read_source"] for st in sts) == size, (n, opts, sts)
+        for st in sts:
+            assert st["map_source"] is ("map_source" in opts) and st["read_bytes"] >= size, st
+            by_fd = st["zero_copy_read_bytes"]
+            if "splice" not in opts:
+                assert by_fd == 0, st
+            elif n == 1:
+                assert by_fd == st["read_bytes"], st  # the whole file is the rank's own part
+            else:
+                part = (size + n - 1) // n
+                assert 0 < by_fd <= part + 4096 and by_fd < st["read_bytes"], st  # own part only
         assert job.stop() == 0

@@ -45,6 +45,11 @@ CONFIGS = [
     # ours: zero_copy, reads handed to libfuse as the buffer's fd (memfd; spool file above mem_cap)
     ("bcast", 2, "zero_copy=on", False),
     ("bcast", 3, "zero_copy=on,mem_cap=1M,bcast_on_demand=1,block=128K,bcast_depth=1", True),
+    # ours: osr-refined's own-part window as a private mapping of the source file (no load copy);
+    # with splice, own-part reads handed to libfuse as the source fd, the rest copied
+    ("osr-refined", 1, "map_source=on", False),
+    ("osr-refined", 2, "map_source=on,threads=off", False),
+    ("osr-refined", 3, "map_source=on,splice=on,chunk=1M,cache=2M", True),
 ]
 
 

@@ -127,7 +127,8 @@ def test_paper_like_data_reproduce_every_local_claim(baseline):
                               "penalty_osr_8pct", "penalty_bcast_250pct"]
                              + [f"factor_10MB_home_{v}" for v in
                                 ("native", "bcast-local", "bcast-shm", "bcast-nocopy", "osr")])
-    assert all(c.verdict == C.CLUSTER_ONLY and c.published not in ("", None) for k, c in checked.items() if k in cluster)
+    assert all(c.verdict == C.CLUSTER_ONLY and c.published not in ("", None)
+               for k, c in checked.items() if k in cluster)
     # every shape/value claim of the study has a contradiction case below (or is cluster-only)
     covered = {cid for case in CASES for cid in case[1]}
     assert set(checked) - set(cluster) <= covered, sorted(set(checked) - set(cluster) - covered)
