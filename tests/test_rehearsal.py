@@ -1,0 +1,118 @@
+"""repro.rehearsal's checks, fed what Slurm and the raw records would say: true when the sides ran
+apart on the nodes the job asked for, false (with the evidence) on each contradiction."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from repro import rehearsal as rh
+
+NAMES = {f"node{i}" for i in range(4)}
+JOB = ("JobId=19 JobName=abc UserId=root(0) JobState=COMPLETED Reason=None ExitCode=0:0 NodeList=node[0-3] "
+       "NumNodes=4 NumCPUs=8 NumTasks=4 OverSubscribe=NO WorkDir=/var/tmp/w/repro "
+       "Comment=rule_smoke_run_wildcards_3 TresPerNode=")
+
+
+def job(**kw) -> dict:
+    line = JOB
+    for k, v in kw.items():
+        line = line.replace(f"{k}=", f"{k}=OLD", 1)
+        line = " ".join(f"{k}={v}" if t.startswith(f"{k}=OLD") else t for t in line.split())
+    return rh.parse_job_line(line)
+
+
+def smoke_rec(nodes, **extra) -> dict:
+    ranks = [{"rank": i, "node": n, "host": n, "slurm_job_id": "19"} for i, n in enumerate(nodes)]
+    return {"status": "ok", "host": nodes[0], "extra": {"ranks": ranks, **extra}}
+
+
+def test_parse_job_line_and_nodelist():
+    j = rh.parse_job_line(JOB)
+    assert j["rule"] == "smoke_run" and j["wildcards"] == "3" and j["nodes_asked"] == 4 and j["exclusive"]
+    assert rh.expand_nodelist("node[0-2,5]") == ["node0", "node1", "node2", "node5"]
+    assert rh.expand_nodelist("node1,node3") == ["node1", "node3"]
+
+
+def test_apart_and_asked_true_when_every_node_of_the_job_ran_a_side():
+    r = rh.judge_job(job(), [("results/smoke/raw/nodes~3/rep~0.json", smoke_rec(sorted(NAMES)))], NAMES)
+    assert all(c["ok"] for c in r["checks"].values()), r["checks"]
+    assert r["measured_nodes"] == sorted(NAMES)
+
+
+def test_everything_on_the_driver_node_fails_apart_and_asked():
+    """The issue's defect: a 4-node job whose sides all ran on one host."""
+    r = rh.judge_job(job(), [("results/storage/raw/x~1/rep~0.json", smoke_rec(["node0"] * 4))], NAMES)
+    assert r["checks"]["apart"]["ok"] is False and "never used" in r["checks"]["apart"]["evidence"]
+    assert r["checks"]["asked_what_used"]["ok"] is False
+    assert "asked 4 node(s), used 1" in r["checks"]["asked_what_used"]["evidence"][0]
+
+
+def test_a_node_outside_the_allocation_fails():
+    r = rh.judge_job(job(NodeList="node[0-1]", NumNodes="2"),
+                     [("results/smoke/raw/nodes~1/rep~0.json", smoke_rec(["node0", "node3"]))], NAMES)
+    assert r["checks"]["apart"]["ok"] is False and "outside" in r["checks"]["apart"]["evidence"]
+
+
+def test_loopback_service_in_a_multi_node_job_fails():
+    rec = smoke_rec(sorted(NAMES), server={"url": "http://127.0.0.1:8080/", "bind": "10.79.0.11"})
+    r = rh.judge_job(job(), [("results/inference/raw/a~1/rep~0.json", rec)], NAMES)
+    assert r["checks"]["no_loopback"]["ok"] is False
+    assert "extra.server.url=http://127.0.0.1:8080/" in r["checks"]["no_loopback"]["evidence"][0]
+    rec = smoke_rec(sorted(NAMES), server={"url": "http://10.79.0.11:8080/"})
+    assert rh.judge_job(job(), [("results/inference/raw/a~1/rep~0.json", rec)], NAMES)["checks"]["no_loopback"]["ok"]
+
+
+def test_not_exclusive_too_few_tasks_and_missing_gpu_fail():
+    recs = [("results/smoke/raw/nodes~3/rep~0.json", smoke_rec(sorted(NAMES)))]
+    c = rh.judge_job(job(OverSubscribe="OK"), recs, NAMES)["checks"]["asked_what_used"]
+    assert c["ok"] is False and "--exclusive" in c["evidence"][0]
+    c = rh.judge_job(job(NumTasks="2"), recs, NAMES)["checks"]["asked_what_used"]
+    assert c["ok"] is False and "4 ranks but 2 tasks" in c["evidence"][0]
+    c = rh.judge_job(job(), recs, NAMES, gres_wanted="gpu:1")["checks"]["asked_what_used"]
+    assert c["ok"] is False and "gpu:1" in c["evidence"][0]
+    gpu_job = job(TresPerNode="gres:gpu:1")
+    assert rh.judge_job(gpu_job, recs, NAMES, gres_wanted="gpu:1")["checks"]["asked_what_used"]["ok"]
+
+
+def test_unmeasured_placement_is_not_taken_for_true():
+    r = rh.judge_job(job(), [("results/smoke/raw/nodes~3/rep~0.json", {"status": "ok", "metrics": []})], NAMES)
+    assert r["checks"]["apart"]["ok"] is False and "placement not measured" in r["checks"]["apart"]["evidence"]
+
+
+def _study(ws: Path, recs: dict, claims: str | None):
+    for rel, rec in recs.items():
+        p = ws / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(rec))
+    if claims is not None:
+        (ws / "results/smoke/claims.csv").write_text(claims)
+
+
+def test_study_checks_raw_complete_and_claims(tmp_path):
+    ok_claims = "claim_id,verdict,note\nc1,reproduced,\nc2,not run,no GPU here\n"
+    _study(tmp_path, {"results/smoke/raw/nodes~3/rep~0.json": smoke_rec(sorted(NAMES))}, ok_claims)
+    jobs = [job()]
+    r = rh.judge_study(tmp_path, "smoke", jobs, NAMES, dry_run_clean=True)
+    assert all(c["ok"] for c in r["checks"].values()), r["checks"]
+    # snakemake -n still has work: not complete
+    assert rh.judge_study(tmp_path, "smoke", jobs, NAMES, dry_run_clean=False)["checks"]["raw_complete"]["ok"] is False
+    # a failure record left behind, a failed Slurm job
+    _study(tmp_path, {"results/smoke/failed/nodes~1/rep~0.json": {"status": "failed", "failure": "x"}}, None)
+    r = rh.judge_study(tmp_path, "smoke", jobs + [job(JobId="20", JobState="NODE_FAIL", NodeList="node[0-1]",
+                                                      NumNodes="2", Comment="rule_smoke_run_wildcards_1")],
+                       NAMES, dry_run_clean=True)
+    assert r["checks"]["raw_complete"]["ok"] is False
+    assert any("NODE_FAIL" in e for e in r["checks"]["raw_complete"]["evidence"])
+    # claims: a missing verdict, a 'not run' that does not say why
+    (tmp_path / "results/smoke/claims.csv").write_text("claim_id,verdict,note\nc1,,\nc2,not run,\n")
+    c = rh.claims_check(tmp_path, "smoke")
+    assert c["ok"] is False and len(c["evidence"]) == 2
+
+
+def test_records_are_matched_to_their_job_by_wildcards():
+    jobs = [job(JobId="30", Comment="rule_mpifuse_run_wildcards_home_3_1KB_0"),
+            job(JobId="31", Comment="rule_mpifuse_run_wildcards_home_1_1KB_0")]
+    m = rh.match_job("results/mpifuse/raw/source~home/nodes~1/size~1KB/rep~0/osr.json", {}, jobs, NAMES)
+    assert m["job_id"] == "31"
+    assert rh.match_job("results/mpifuse/raw/source~scratch/nodes~1/size~1KB/rep~0/osr.json", {}, jobs, NAMES) is None

@@ -1,0 +1,402 @@
+"""The rehearsal: each study's paper-scale path (``profiles/slurm`` + ``config/config.yaml``) run on
+the multi-host cluster of this machine with ``config/rehearsal.yaml`` (sizes shrunk, code paths
+kept), and checked from what Slurm and the raw records say.
+
+    ./repro rehearse [STUDY...]        # default: every study of config/rehearsal.yaml's REHEARSED
+    python -m repro.rehearsal --analyze WORKDIR STUDY...   # only the checks, on a finished run
+
+It brings the cluster up (``multihost-cluster.sh up``), copies the project into a shared working
+directory (the nodes' /tmp is their own), runs ``snakemake <study> --profile profiles/slurm
+--configfile config/config.yaml config/rehearsal.yaml`` there, and writes
+``results/rehearsal/<study>.json`` and ``results/rehearsal/summary.json``: per Slurm job the nodes
+and tasks asked for and the nodes used, the placement each raw record measured, and the checks,
+each ``{"ok": bool | None, "evidence": ...}`` (``None``: nothing to judge, said why):
+
+* ``apart``: an n+1 job's records ran on as many distinct nodes as the job holds (driver and system
+  sides apart, the system side spread over the system nodes), all of them the job's own;
+* ``no_loopback``: no address a multi-node job's record names (a service bound or connected to) is
+  loopback;
+* ``raw_complete``: every output the plan expects exists (``snakemake -n`` has nothing left to do)
+  and no failure record is left;
+* ``claims_computed``: every claim has a verdict, and a ``not run`` one says why;
+* ``asked_what_used``: the job asked Slurm for the nodes it used, ``--exclusive`` for a benchmark,
+  at least as many tasks as ranks, the GPUs the study's configuration asks for.
+
+The checks read only what the run wrote (scontrol's job records, the raw JSON files, the claims
+CSV); the test (tests/test_rehearsal.py) feeds them contradicting data and sees them fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+SCRIPT = REPO / "workflow" / "scripts" / "slurm" / "multihost-cluster.sh"
+MH_DIR = Path(os.environ.get("REPRO_MH_DIR", "/var/tmp/repro-slurm-mh"))
+WORK = Path(os.environ.get("REPRO_REHEARSAL_DIR", "/var/tmp/repro-rehearsal"))
+STUDIES = ["smoke", "mpifuse", "memfs", "storage", "inference", "serverless"]
+NOT_REHEARSED = {
+    "serverless": "the Kubernetes platforms (OpenFaaS, Nuclio) cannot run here: the stand-in platforms "
+                  "run on the system nodes through the same cluster path (mode: standin)",
+    "inference": "the GPU part (device cuda, --gres gpu) cannot run here: CPU device, no GPU asked",
+    "storage": "Lustre+MinIO on a real Lustre directory (paths.lustre_dir is null here)",
+}
+NODE_KEYS = {"node", "slurm_node", "nodename", "driver_node", "server_node", "system_node"}
+HOST_KEYS = {"host", "hostname", "driver_host", "server_host"}
+LOOPBACK = re.compile(r"\b(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost)\b")
+ADDR_KEY = re.compile(r"(addr|address|bind|listen|url|endpoint|server|peer|connect|host|ip)s?$", re.I)
+
+
+# ------------------------------------------------------------------------------ Slurm's side
+def parse_job_line(line: str) -> dict:
+    f = dict(re.findall(r"(?:^|\s)([A-Za-z:/_]+)=(\S*)", line))
+    m = re.match(r"rule_(.+?)_wildcards_(.*)$", f.get("Comment", ""))
+    if m:
+        rule, wc = m.group(1), m.group(2)
+    else:
+        rule, wc = f.get("Comment", "").removeprefix("rule_") or f.get("JobName", ""), ""
+    tres = f.get("TresPerNode", "")
+    return {"job_id": f.get("JobId", ""), "rule": rule, "wildcards": wc, "state": f.get("JobState", ""),
+            "exit_code": f.get("ExitCode", ""), "nodelist": f.get("NodeList", ""),
+            "nodes_asked": int(f.get("NumNodes", "0").split("-")[0] or 0),
+            "tasks_asked": int(f.get("NumTasks", "0") or 0), "cpus": int(f.get("NumCPUs", "0") or 0),
+            "exclusive": f.get("OverSubscribe", "").upper() in ("NO", "EXCLUSIVE", "USER", "MCS"),
+            "gres": re.sub(r"^gres[/:]", "", tres) if tres not in ("", "(null)", "N/A") else "",
+            "workdir": f.get("WorkDir", ""), "reason": f.get("Reason", "")}
+
+
+def expand_nodelist(text: str) -> list[str]:
+    """node[0-2,5] -> node0 node1 node2 node5 (what ``scontrol show hostnames`` does)."""
+    out = []
+    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?", text):
+        base, rng = m.group(1), m.group(2)
+        if not rng:
+            out.append(base)
+            continue
+        for part in rng.split(","):
+            if "-" in part:
+                a, b = part.split("-")
+                out += [f"{base}{i:0{len(a)}d}" for i in range(int(a), int(b) + 1)]
+            else:
+                out.append(base + part)
+    return [n for n in out if n and n not in ("(null)", "None")]
+
+
+def slurm_jobs(workdir: Path, env: dict | None = None) -> list[dict]:
+    """Every job Slurm still knows (MinJobAge keeps finished ones) that ran in ``workdir``."""
+    r = subprocess.run(["scontrol", "show", "job", "-o"], capture_output=True, text=True, env=env)
+    jobs = [parse_job_line(line) for line in r.stdout.splitlines() if line.startswith("JobId=")]
+    wd = str(workdir.resolve())
+    return [j for j in jobs if j["workdir"] == wd or j["workdir"].startswith(wd + "/")]
+
+
+# ------------------------------------------------------------------------ the records' side
+def _walk(obj, path=""):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _walk(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _walk(v, f"{path}[{i}]")
+    else:
+        yield path, obj
+
+
+def measured_placement(rec: dict, node_names: set[str]) -> dict:
+    """Where a raw record says its sides ran: the cluster nodes named under node/host keys (with
+    the key path as evidence), the job ids it names, and every loopback address under an
+    address-like key (a service bound to or reached at loopback)."""
+    nodes: dict[str, list[str]] = {}
+    job_ids, loopback = set(), []
+    for path, v in _walk(rec):
+        key = re.sub(r"\[\d+\]$", "", path).rsplit(".", 1)[-1].lower()
+        if isinstance(v, str) and (key in NODE_KEYS or key in HOST_KEYS) and v in node_names:
+            nodes.setdefault(v, []).append(path)
+        if key in ("slurm_job_id", "job_id") and v not in (None, ""):
+            job_ids.add(str(v))
+        if isinstance(v, str) and ADDR_KEY.search(key) and LOOPBACK.search(v):
+            loopback.append(f"{path}={v}")
+    return {"nodes": sorted(nodes), "where": {n: p[:4] for n, p in nodes.items()}, "job_ids": sorted(job_ids),
+            "loopback": loopback[:20]}
+
+
+def raw_records(ws: Path, study: str) -> list[tuple[str, dict]]:
+    out = []
+    for sub in ("raw", "failed"):
+        for p in sorted((ws / "results" / study / sub).rglob("*.json")):
+            try:
+                out.append((str(p.relative_to(ws)), json.loads(p.read_text())))
+            except (OSError, ValueError):
+                out.append((str(p.relative_to(ws)), {"status": "unreadable"}))
+    return out
+
+
+def _path_values(relpath: str) -> list[str]:
+    return [seg.split("~", 1)[1].removesuffix(".json") for seg in Path(relpath).parts if "~" in seg]
+
+
+def match_job(relpath: str, rec: dict, jobs: list[dict], node_names: set[str]) -> dict | None:
+    """The Slurm job that wrote a record: the job id the record names, else the newest job of the
+    study whose wildcards (Snakemake's Comment) hold every key~value of the record's path."""
+    ids = set(measured_placement(rec, node_names)["job_ids"])
+    for j in jobs:
+        if j["job_id"] in ids:
+            return j
+    vals = _path_values(relpath)
+    if not vals:
+        return None
+    study = Path(relpath).parts[1]
+    cands = [j for j in jobs if j["rule"].startswith(study + "_")
+             and all(re.search(rf"(^|_){re.escape(v)}(_|$)", j["wildcards"]) for v in vals)]
+    return max(cands, key=lambda j: int(j["job_id"])) if cands else None
+
+
+def check(ok, evidence) -> dict:
+    return {"ok": ok, "evidence": evidence}
+
+
+def judge_job(job: dict, recs: list[tuple[str, dict]], node_names: set[str], gres_wanted: str = "") -> dict:
+    """The placement checks of one Slurm job from its records."""
+    asked = expand_nodelist(job["nodelist"])
+    used: set[str] = set()
+    loop, where, ranks = [], {}, 0
+    for relpath, rec in recs:
+        m = measured_placement(rec, node_names)
+        used |= set(m["nodes"])
+        loop += [f"{relpath}: {x}" for x in m["loopback"]]
+        for n, p in m["where"].items():
+            where.setdefault(n, f"{relpath}: {p[0]}")
+        ranks = max(ranks, len((rec.get("extra") or {}).get("ranks") or []))
+    multi = job["nodes_asked"] >= 2
+    out = {"job_id": job["job_id"], "rule": job["rule"], "wildcards": job["wildcards"], "state": job["state"],
+           "exit_code": job["exit_code"], "nodes_asked": job["nodes_asked"], "tasks_asked": job["tasks_asked"],
+           "exclusive": job["exclusive"], "gres": job["gres"], "nodes": asked, "records": [r for r, _ in recs],
+           "measured_nodes": sorted(used), "measured_where": where, "checks": {}}
+    c = out["checks"]
+    if not recs:
+        c["apart"] = check(None, "no raw record names this job")
+    elif not used:
+        c["apart"] = check(False if multi else None,
+                           "the records name no node of the cluster (placement not measured)")
+    else:
+        foreign = sorted(used - set(asked))
+        if foreign:
+            c["apart"] = check(False, f"records name nodes outside the job's allocation {asked}: {foreign}")
+        elif multi:
+            ok = len(used) == len(asked)
+            c["apart"] = check(ok, f"{len(used)} distinct node(s) measured of {len(asked)} asked: {sorted(used)}"
+                               + ("" if ok else f"; never used: {sorted(set(asked) - used)}"))
+        else:
+            c["apart"] = check(None, "a one-node job (driver and system share it by configuration)")
+    if multi and recs:
+        c["no_loopback"] = check(not loop, loop[:10] or "no address-like field names loopback")
+    else:
+        c["no_loopback"] = check(None, "one node or no record: loopback is that host")
+    problems = []
+    if recs and used and len(used) != job["nodes_asked"]:
+        problems.append(f"asked {job['nodes_asked']} node(s), used {len(used)}")
+    if multi and not job["exclusive"]:
+        problems.append("a multi-node benchmark job without --exclusive")
+    if ranks and job["tasks_asked"] < ranks:
+        problems.append(f"{ranks} ranks but {job['tasks_asked']} tasks asked")
+    if gres_wanted and gres_wanted not in job["gres"]:
+        problems.append(f"the study asks --gres {gres_wanted}, the job got '{job['gres'] or 'none'}'")
+    c["asked_what_used"] = check(not problems if recs else None, problems or (
+        f"{job['nodes_asked']} node(s), {job['tasks_asked']} task(s), exclusive={job['exclusive']}, "
+        f"gres={job['gres'] or 'none'}" if recs else "no raw record to compare with"))
+    return out
+
+
+def claims_check(ws: Path, study: str) -> dict:
+    files = sorted((ws / "results" / study).glob("claims*.csv"))
+    if not files:
+        return check(None, f"no results/{study}/claims*.csv (the study has no claims or did not get that far)")
+    bad, n = [], 0
+    for f in files:
+        with open(f, newline="") as fh:
+            for row in csv.DictReader(fh):
+                n += 1
+                v = (row.get("verdict") or "").strip()
+                if not v:
+                    bad.append(f"{row.get('claim_id')}: no verdict")
+                elif v == "not run" and not (row.get("note") or "").strip():
+                    bad.append(f"{row.get('claim_id')}: 'not run' without saying why")
+    return check(not bad and n > 0, bad[:10] or f"{n} claims in {[str(f.relative_to(ws)) for f in files]}, "
+                 "each with a verdict")
+
+
+def judge_study(ws: Path, study: str, jobs: list[dict], node_names: set[str], *, dry_run_clean: bool | None,
+                gres_wanted: str = "") -> dict:
+    recs = raw_records(ws, study)
+    by_job: dict[str, list] = {}
+    unmatched = []
+    for relpath, rec in recs:
+        j = match_job(relpath, rec, jobs, node_names)
+        if j is None:
+            unmatched.append(relpath)
+        else:
+            by_job.setdefault(j["job_id"], []).append((relpath, rec))
+    study_jobs = [j for j in jobs if j["rule"] == study or j["rule"].startswith(study + "_")]
+    judged = [judge_job(j, by_job.get(j["job_id"], []), node_names, gres_wanted if j["nodes_asked"] >= 2 else "")
+              for j in sorted(study_jobs, key=lambda j: int(j["job_id"]))]
+    failed_recs = [r for r, rec in recs if "/failed/" in f"/{r}" or rec.get("status") not in ("ok", None)]
+    checks = {}
+    for name in ("apart", "no_loopback", "asked_what_used"):
+        vals = [(j["job_id"], j["rule"], j["checks"][name]) for j in judged]
+        judged_vals = [v for v in vals if v[2]["ok"] is not None]
+        if not judged_vals:
+            checks[name] = check(None, "no multi-node job with records to judge")
+        else:
+            bad = [f"job {i} ({r}): {c['evidence']}" for i, r, c in judged_vals if not c["ok"]]
+            checks[name] = check(not bad, bad[:10] or f"{len(judged_vals)} job(s) judged, all true")
+    if unmatched:
+        checks["records_matched"] = check(False, f"records no Slurm job of this run wrote: {unmatched[:10]}")
+    slurm_failed = [f"job {j['job_id']} ({j['rule']} {j['wildcards']}): {j['state']} {j['exit_code']}"
+                    for j in judged if j["state"] not in ("COMPLETED", "RUNNING", "PENDING")]
+    ev = []
+    if dry_run_clean is False:
+        ev.append("snakemake -n still has jobs to run (outputs missing)")
+    ev += [f"failure record {r}" for r in failed_recs[:10]] + slurm_failed[:10]
+    ok = dry_run_clean is not False and not failed_recs and not slurm_failed
+    checks["raw_complete"] = check(ok, ev or f"{len(recs)} raw record(s), snakemake -n has nothing left to do")
+    checks["claims_computed"] = claims_check(ws, study)
+    return {"study": study, "jobs": judged, "checks": checks, "records": len(recs),
+            "not_rehearsed": NOT_REHEARSED.get(study, "")}
+
+
+# ------------------------------------------------------------------------------------- run it
+def cluster_env() -> dict:
+    env = dict(os.environ, SLURM_CONF=str(MH_DIR / "slurm.conf"))
+    env.pop("REPRO_SINGLE_HOST", None)
+    return env
+
+
+def node_names(env: dict) -> set[str]:
+    r = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True, env=env)
+    return set(r.stdout.split())
+
+
+def prepare_workdir(work: Path, resume: bool) -> Path:
+    from repro.testing import copy_repo
+
+    ws = work / "repro"
+    if resume and ws.exists():
+        return ws
+    if ws.exists():
+        shutil.rmtree(ws)
+    work.mkdir(parents=True, exist_ok=True)
+    copy_repo(ws)
+    return ws
+
+
+def snakemake(ws: Path, env: dict, *args: str, timeout: int) -> subprocess.CompletedProcess:
+    # targets and options before --configfile, which takes every word after it
+    cmd = ["timeout", "-k", "20", str(timeout), "snakemake", *args, "--profile", "profiles/slurm",
+           "--configfile", "config/config.yaml", "config/rehearsal.yaml"]
+    return subprocess.run(cmd, cwd=ws, env=env, capture_output=True, text=True)
+
+
+def build_images(ws: Path, study: str, timeout: int) -> subprocess.CompletedProcess:
+    """The images a study needs, built here on the head (apptainer build needs the package
+    mirrors, which the nodes cannot reach): the study's plan up to ``build_container``, run locally."""
+    cmd = ["timeout", "-k", "20", str(timeout), "snakemake", study, "--cores", str(os.cpu_count() or 2),
+           "--until", "build_container", "--config", "launcher=slurm", "--sdm", "apptainer",
+           "--configfile", "config/config.yaml", "config/rehearsal.yaml"]
+    return subprocess.run(cmd, cwd=ws, capture_output=True, text=True)
+
+
+def rehearse(studies: list[str], *, nodes: int = 4, work: Path = WORK, resume: bool = False,
+             timeout: int = 3600, out_dir: Path = REPO / "results" / "rehearsal", extra: list[str] = ()) -> dict:
+    t0 = time.monotonic()
+    subprocess.run([str(SCRIPT), "up", str(nodes)], check=True, timeout=300)
+    t_up = time.monotonic() - t0
+    env = cluster_env()
+    names = node_names(env)
+    ws = prepare_workdir(work, resume)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = {"cluster": {"nodes": sorted(names), "up_s": round(t_up, 1), "state_dir": str(MH_DIR)},
+               "workdir": str(ws), "overlay": "config/rehearsal.yaml", "studies": {}}
+    for study in studies:
+        t1 = time.monotonic()
+        log = out_dir / f"{study}.log"
+        img = build_images(ws, study, timeout)
+        t_img = time.monotonic() - t1
+        proc = snakemake(ws, env, study, *extra, timeout=timeout)
+        log.write_text("# images (local build on the head)\n" + img.stdout + img.stderr +
+                       "\n# the cluster run (profiles/slurm)\n" + proc.stdout + proc.stderr)
+        dry = snakemake(ws, env, study, "-n", timeout=300)
+        clean = dry.returncode == 0 and "Nothing to be done" in (dry.stdout + dry.stderr)
+        res = analyze(ws, study, env=env, dry_run_clean=clean, names=names)
+        res.update({"snakemake_rc": proc.returncode, "images_rc": img.returncode, "images_s": round(t_img, 1),
+                    "seconds": round(time.monotonic() - t1, 1),
+                    "log": str(log.relative_to(REPO)) if log.is_relative_to(REPO) else str(log)})
+        (out_dir / f"{study}.json").write_text(json.dumps(res, indent=1))
+        summary["studies"][study] = {"seconds": res["seconds"], "images_s": res["images_s"],
+                                     "snakemake_rc": proc.returncode,
+                                     "jobs": len(res["jobs"]), "records": res["records"],
+                                     "checks": {k: v["ok"] for k, v in res["checks"].items()},
+                                     "not_rehearsed": res["not_rehearsed"]}
+        (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    summary["seconds"] = round(time.monotonic() - t0, 1)
+    summary["all_true"] = all(v is not False for s in summary["studies"].values() for v in s["checks"].values())
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def _gres_wanted(ws: Path, study: str) -> str:
+    if study != "inference":
+        return ""
+    try:
+        from repro import config as rconfig
+        import yaml
+
+        overlay = yaml.safe_load((ws / "config" / "rehearsal.yaml").read_text())
+        cfg = rconfig.load(ws / "config" / "config.yaml", overlay)
+        return (cfg.get("inference", {}).get("slurm") or {}).get("gres", "") or ""
+    except Exception:  # noqa: BLE001 -- the check then simply asks for nothing
+        return ""
+
+
+def analyze(ws: Path, study: str, *, env: dict | None = None, dry_run_clean: bool | None = None,
+            names: set[str] | None = None, jobs: list[dict] | None = None) -> dict:
+    env = env or cluster_env()
+    names = names if names is not None else node_names(env)
+    jobs = jobs if jobs is not None else slurm_jobs(ws, env)
+    return judge_study(ws, study, jobs, names, dry_run_clean=dry_run_clean, gres_wanted=_gres_wanted(ws, study))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="./repro rehearse", description=__doc__.split("\n\n")[0])
+    ap.add_argument("studies", nargs="*", help=f"default: {' '.join(STUDIES)}")
+    ap.add_argument("--nodes", type=int, default=4, help="cluster size (cluster.partition_nodes of the overlay)")
+    ap.add_argument("--resume", action="store_true", help="reuse the working copy: run only what is missing")
+    ap.add_argument("--timeout", type=int, default=3600, help="seconds per study")
+    ap.add_argument("--analyze", metavar="WORKDIR", help="only the checks, on a finished run in WORKDIR")
+    a, extra = ap.parse_known_args(argv)
+    studies = a.studies or STUDIES
+    unknown = [s for s in studies if not (REPO / "workflow" / "studies" / s).is_dir()]
+    if unknown:
+        ap.error(f"unknown studies: {unknown}")
+    if a.analyze:
+        for s in studies:
+            print(json.dumps(analyze(Path(a.analyze), s), indent=1))
+        return 0
+    summary = rehearse(studies, nodes=a.nodes, resume=a.resume, timeout=a.timeout, extra=extra)
+    for s, v in summary["studies"].items():
+        print(f"{s:12s} {v['seconds']:7.1f} s  rc={v['snakemake_rc']}  " +
+              "  ".join(f"{k}={v2}" for k, v2 in v["checks"].items()))
+    print(f"summary: {REPO / 'results' / 'rehearsal' / 'summary.json'} ({summary['seconds']} s)")
+    return 0 if summary["all_true"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
