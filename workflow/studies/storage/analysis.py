@@ -12,12 +12,13 @@ from studies.storage import layout
 SIZE_RE = re.compile(r"^([0-9]+)(B|KB|MB|GB)$")
 UNITS = {"B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3}  # decimal, as COSBench
 # the major mdtest phases (files, then directories where the run had them: files_only false);
-# rename is not among them (mdbench has no rename phase)
+# the directory rename phase (Table 5's "rename": mdtest's default without -F, mdbench --dirs)
 FILE_OPS = ("create", "stat", "open", "remove")
-DIR_OPS = ("dir_create", "dir_stat", "dir_read", "dir_remove")
+DIR_OPS = ("dir_create", "dir_stat", "dir_read", "dir_rename", "dir_remove")
 MAJOR_OPS = FILE_OPS + DIR_OPS
 OP_LABELS = {"create": "file create", "stat": "file stat", "open": "file read", "remove": "file remove",
-             "dir_create": "dir create", "dir_stat": "dir stat", "dir_read": "dir read", "dir_remove": "dir remove",
+             "dir_create": "dir create", "dir_stat": "dir stat", "dir_read": "dir read", "dir_rename": "dir rename",
+             "dir_remove": "dir remove",
              "tree_create": "tree create", "tree_remove": "tree remove"}
 COSBENCH_METRICS = ("avg_res_time", "throughput", "bandwidth")
 
