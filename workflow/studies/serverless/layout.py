@@ -47,7 +47,7 @@ LOOPBACK = ("", "127.0.0.1", "localhost", "::1", "0.0.0.0")
 SITE_CHECK = "results/serverless/site_check.json"
 
 
-def site_problems(cfg: dict) -> list[str]:
+def site_problems(cfg: dict, cores_per_node: int | None = None) -> list[str]:
     """The site edits a cluster run (mode kubernetes) needs, each named by its key; [] when none is
     missing or when the stand-ins run (mode standin). config.yaml ships these keys unedited:
 
@@ -58,7 +58,11 @@ def site_problems(cfg: dict) -> list[str]:
       empty would start one on the driver (loopback again).
 
     serverless.registry is not checked: the run jobs only call deploy.sh url/scale on functions
-    that deploy.sh build/deploy (which need --registry themselves) put there beforehand."""
+    that deploy.sh build/deploy (which need --registry themselves) put there beforehand.
+
+    The driver node must have the cores the baseline uses: images.baseline.parallel <=
+    director_cores, and (with ``cores_per_node``, the global cluster.cores_per_node) director_cores
+    <= the partition's cores per node."""
     import os
     from urllib.parse import urlparse
 
@@ -81,6 +85,16 @@ def site_problems(cfg: dict) -> list[str]:
     if u.scheme not in ("http", "https") or not u.hostname or u.hostname in LOOPBACK:
         out.append(f"serverless.limit.echo_url = {url!r}: set the URL of a bare echo server on the platform's "
                    "path (http://host:port/), not empty and not loopback")
+    base = cfg.get("images", {}).get("baseline", {})
+    need = int(cfg.get("director_cores", 16))
+    if cfg.get("images", {}).get("enabled", True) and base.get("enabled", True) and base.get("parallel", 16) > need:
+        out.append(f"serverless.images.baseline.parallel = {base.get('parallel')}: more than serverless.director_cores "
+                   f"= {need}; the baseline runs that many at a time on the driver node alone")
+    if cores_per_node is not None and need > cores_per_node:
+        out.append(f"serverless.director_cores = {need}: the driver node must have {need} cores (the baseline runs "
+                   f"images.baseline.parallel at a time; the paper's FD VM had 32 vCPUs), but cluster.cores_per_node "
+                   f"= {cores_per_node}: run the study on a partition whose nodes have them (and set "
+                   "cluster.cores_per_node), or lower both keys and say so")
     return out
 
 

@@ -65,8 +65,10 @@ rule serverless_site_check:
         "results/serverless/log/site_check.log",
     params:
         cfg=lambda wc: study_json("serverless"),
+        cores=config["cluster"]["cores_per_node"],
     shell:
-        "python3 -m studies.serverless.site_check --config {params.cfg} --out {output} 2> {log}"
+        "python3 -m studies.serverless.site_check --config {params.cfg} --out {output}"
+        " --cores-per-node {params.cores} 2> {log}"
         " || {{ cat {log} >&2; exit 1; }}"
 
 
@@ -89,7 +91,7 @@ rule serverless_image_run:
         instances=r"[0-9]+",
         rep=r"[0-9]+",
     resources:
-        **n_plus_1_resources(lambda wc: int(wc.instances)),
+        **sl_run_resources(lambda wc: int(wc.instances)),
     params:
         exec=sl_exec(),
         cfg=lambda wc: study_json("serverless"),
@@ -121,7 +123,7 @@ for _sl_p in PLATFORMS_BYTES:
             instances=r"[0-9]+",
             rep=r"[0-9]+",
         resources:
-            **n_plus_1_resources(lambda wc: int(wc.instances)),
+            **sl_run_resources(lambda wc: int(wc.instances)),
         params:
             exec=sl_exec(),
             cfg=lambda wc: study_json("serverless"),
@@ -151,7 +153,7 @@ for _sl_v in ("echo", "iperf3"):
         wildcard_constraints:
             rep=r"[0-9]+",
         resources:
-            **n_plus_1_resources(1),
+            **sl_run_resources(1),
         params:
             exec=sl_exec(),
             cfg=lambda wc: study_json("serverless"),

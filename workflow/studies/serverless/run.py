@@ -79,21 +79,49 @@ class Platform:
             self.local.stop()
 
 
+# where this job ran, measured once per job (host_facts) and written into every record it leaves
+_FACTS: dict = {}
+
+
+def host_facts(cfg: dict) -> dict:
+    """The driver's host and the cores this job may use; on a cluster (mode kubernetes) also the
+    kubeconfig's nodes against the paper's cluster shape (cluster_shape.check): a mismatch is reported
+    in every record (sanity.cluster_shape_mismatch), not refused."""
+    import socket
+
+    facts = {"director_host": socket.gethostname(), "director_cores": len(os.sched_getaffinity(0))}
+    if cfg["mode"] == "kubernetes":
+        from studies.serverless import cluster_shape
+
+        facts["cluster_shape"] = cluster_shape.check(cfg)
+    return facts
+
+
 def _record(cfg: dict, params: dict, rep: int, kind_key: str) -> dict:
-    return rawio.new_record(layout.STUDY, params["workload"], params, rep, layout.system_kind(cfg, kind_key),
-                            _versions())
+    rec = rawio.new_record(layout.STUDY, params["workload"], params, rep, layout.system_kind(cfg, kind_key),
+                           _versions())
+    rec["extra"] = dict(_FACTS)
+    return rec
+
+
+def _stamp(rec: dict) -> None:
+    shape = _FACTS.get("cluster_shape")
+    if shape is not None:
+        rec.setdefault("sanity", {})["cluster_shape_mismatch"] = shape["mismatch"]
 
 
 def _fail(raw: str, rec: dict, why: str) -> None:
+    _stamp(rec)
     rawio.write_failure(raw, rec, why)
     _progress(f"FAILED {raw}: {why}")
 
 
 def _ok(raw: str, rec: dict, director_raw: dict | None) -> None:
+    _stamp(rec)
     if director_raw is not None:
         fd.save_raw(director_raw, layout.director_path(raw))
-        rec["extra"] = {"director_raw": layout.director_path(raw), "url": director_raw["url"],
-                        "director_system_kind": director_raw["system_kind"]}
+        rec.setdefault("extra", {}).update({"director_raw": layout.director_path(raw), "url": director_raw["url"],
+                                            "director_system_kind": director_raw["system_kind"]})
     rawio.write_json_atomic(raw, rawio.finish(rec))
     rawio.clear_failure(raw)
 
@@ -143,6 +171,10 @@ def run_image(cfg: dict, variant: str, platform: str, instances: int, rep: int, 
         if len(workload.payloads) != im["count"]:
             raise fd.DirectorError(f"{len(workload.payloads)} test images in {images}, want {im['count']}")
         if platform == "baseline":
+            have = _FACTS.get("director_cores") or len(os.sched_getaffinity(0))
+            if have < instances:  # the paper's baseline had the platform's cores to itself
+                raise fd.DirectorError(f"the baseline runs {instances} at a time but this driver has {have} cores "
+                                       "(serverless.director_cores; Slurm's cpus_per_task)")
             binary = standin.FUNCTIONS[layout.function_of("image", variant, platform)]
             spec = fd.RunSpec(f"exec:{binary}", instances, 1, "parallel", cfg["timeout_s"], cfg["max_retries"],
                               labels={"study": "serverless", "rep": str(rep)})
@@ -234,7 +266,7 @@ def run_limit(cfg: dict, variant: str, rep: int) -> int:
             _fail(raw, rec, f"iperf3: {exc}")
             return 1
         rec["metrics"] = [rawio.metric("throughput", parsed["mib_per_s"], "MiB/s")]
-        rec["extra"] = {k: v for k, v in parsed.items() if k != "raw"}
+        rec["extra"].update({k: v for k, v in parsed.items() if k != "raw"})
         _ok(raw, rec, None)
         _progress(f"{raw}: iperf3 {parsed['mib_per_s']:.1f} MiB/s")
         return 0
@@ -286,6 +318,11 @@ def main(argv=None) -> int:
         print("serverless: the cluster config needs site edits:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 2
     _progress(f"start: {shlex.join(sys.argv[1:]) if argv is None else shlex.join(argv)}"[:400])
+    _FACTS.clear()
+    _FACTS.update(host_facts(cfg))
+    _progress(f"driver {_FACTS['director_host']}: {_FACTS['director_cores']} cores"
+              + (f"; cluster shape: {'; '.join(_FACTS['cluster_shape']['mismatch']) or 'as the paper'}"
+                 if "cluster_shape" in _FACTS else ""))
     if a.workload == "image":
         if a.images is None:
             ap.error("--images DIR is needed for the image workload")

@@ -161,6 +161,25 @@ def sl_system_inputs(wc=None):
     ]
 
 
+def sl_run_resources(n):
+    """Locally (stand-ins): the n+1 layout's resources (the instances are processes on this host). On a
+    cluster (mode kubernetes) the platform runs on the kubeconfig's Kubernetes cluster, not on Slurm
+    nodes: a run job is the director alone, on one node with serverless.director_cores cores (the
+    baseline runs images.baseline.parallel at a time there; Slurm refuses a node without them)."""
+    if SL_STANDIN:
+        return n_plus_1_resources(n)
+    return {
+        "nodes": 1,
+        "tasks": 1,
+        "cpus_per_task": SL["director_cores"],
+        "runtime": config["cluster"]["runtime_minutes"],
+        "mem_mb": min(config["cluster"]["mem_mb_per_node"], 4000),
+        "slurm_extra": "--exclusive",
+        "bench": 1,
+        "host_share": 2,
+    }
+
+
 def sl_exec():
     return system_exec("fdirector") if not SL_STANDIN else ""
 
