@@ -48,6 +48,41 @@ def log_tail(home: Path, n: int = 3000) -> str:
     return "\n".join(out) or f"(no log under {home}/log)"
 
 
+def controller_conf(drivers: list[tuple[str, str]], archive: str = "archive") -> str:
+    """COSBench 0.4.2's conf/controller.conf: the controller's settings and one [driverN] section per
+    driver (name, url of its REST endpoint, http://HOST:18088/driver)."""
+    if not drivers:
+        raise CosbenchError("controller.conf needs at least one driver")
+    lines = ["[controller]", f"drivers = {len(drivers)}", "log_level = INFO", "log_file = log/system.log",
+             f"archive_dir = {archive}", ""]
+    for i, (name, url) in enumerate(drivers, 1):
+        if not url.startswith("http://") or not url.endswith("/driver"):
+            raise CosbenchError(f"driver {name}: url {url!r} is not http://HOST:PORT/driver")
+        lines += [f"[driver{i}]", f"name = {name}", f"url = {url}", ""]
+    return "\n".join(lines)
+
+
+def driver_conf(name: str, url: str) -> str:
+    """COSBench 0.4.2's conf/driver.conf of one driver."""
+    return "\n".join(["[driver]", f"name = {name}", f"url = {url}", ""])
+
+
+LOCAL_DRIVER = ("driver1", "http://127.0.0.1:18088/driver")
+
+
+def render_conf(home: Path, drivers: list[tuple[str, str]] | None = None) -> dict:
+    """Write controller.conf and driver.conf into COSBench's folder (the job's copy): by default one
+    driver beside the controller on the node that runs the job (the n+1 layout's driver node; both
+    on loopback, which no other node uses). Returns what was written, for the record."""
+    drivers = drivers or [LOCAL_DRIVER]
+    conf = Path(home) / "conf"
+    conf.mkdir(parents=True, exist_ok=True)
+    texts = {"controller.conf": controller_conf(drivers), "driver.conf": driver_conf(*drivers[0])}
+    for name, text in texts.items():
+        (conf / name).write_text(text)
+    return texts
+
+
 def submit(home: Path, xml: Path) -> str:
     r = _run(home, ["cli.sh", "submit", str(xml)])
     m = ACCEPTED.search(r.stdout + r.stderr)
@@ -117,6 +152,7 @@ def run(xml: Path, out: Path, home: Path = Path(DEFAULT_HOME), timeout: float = 
         if copy.exists():
             shutil.rmtree(copy)
         shutil.copytree(home, copy, symlinks=True)
+        render_conf(copy)
         try:
             return run(xml, out, copy, timeout)
         finally:

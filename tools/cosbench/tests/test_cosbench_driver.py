@@ -1,6 +1,6 @@
 """cosbench-driver end to end: our workload fixtures (written in COSBench's documented format)
-and a generated workload against memserver, CSV numbers recomputed from the raw per-request log, corruption detected, bad
-workloads refused before anything runs."""
+and a generated workload against memserver, CSV numbers recomputed from the raw per-request log,
+corruption detected, bad workloads refused before anything runs."""
 
 from __future__ import annotations
 

@@ -134,3 +134,18 @@ def test_lustre_is_not_run_on_a_cluster_without_a_lustre_directory(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     assert srun.run_stack(section(local=False), "lustre-minio", "mdtest", 0, "slurm") == 2
     assert not (tmp_path / "results").exists()
+
+
+def test_cosbench_metrics_from_a_cosbench_042_archive_csv(tmp_path):
+    """The study's reduction of COSBench's workload CSV (main stage: op/s and B/s summed, Avg-ResTime
+    weighted by Op-Count) on a COSBench 0.4.2-format file (tools/cosbench/fixtures/archive)."""
+    import shutil
+
+    from repro import rawio
+
+    shutil.copy(REPO / "tools/cosbench/fixtures/archive/w3-p002-1MB-w4.csv", tmp_path)
+    rec = {"metrics": srun.cosbench_metrics(tmp_path)}
+    assert rawio.value(rec, "throughput", op="all") == pytest.approx(166.66)
+    assert rawio.value(rec, "avg_res_time", op="all") == pytest.approx((8000 * 20 + 2000 * 50) / 10000)
+    assert rawio.value(rec, "op_count", op="all") == 10000
+    assert rawio.value(rec, "bandwidth", op="write") == 33330000
