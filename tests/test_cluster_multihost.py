@@ -209,3 +209,33 @@ def test_up_is_idempotent_a_killed_node_fails_its_job_and_down_leaves_nothing(sh
         _lc(str(SCRIPT), "down", check=False)
     assert _lc(str(SCRIPT), "leftovers").stdout == ""
     assert "rst-br0" not in subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
+
+
+def test_allocation_under_snakemakes_slurm_executor(slurm_multihost, shared):
+    """The job step of Snakemake's Slurm executor strips SLURM_JOB_NODELIST (MACHINE-FACTS): the
+    allocation must still come out whole from scontrol, equal to what each node measures."""
+    (shared / "Snakefile").write_text(f'''
+rule probe:
+    output: "alloc.json"
+    resources: nodes=3, tasks=3, mpi="srun", runtime=5, slurm_extra="--exclusive"
+    shell:
+        "export PYTHONPATH={REPO}/workflow/lib; "
+        "env | grep -c '^SLURM_JOB_NODELIST=' > stripped.txt || true; "
+        "{{resources.mpi}} --nodes=3 --ntasks=3 --ntasks-per-node=1 python3 here.py; "
+        "python3 -c 'import json; from repro import allocation; "
+        "print(json.dumps(allocation.current().as_dict()))' > {{output}}"
+''')
+    (shared / "here.py").write_text("import json\nfrom repro import allocation\nh = allocation.here()\n"
+                                    "open('here-' + h['node'] + '.json', 'w').write(json.dumps(h))\n")
+    env = dict(c_env := slurm_multihost.env, PATH=f"{REPO}/.venv/bin:" + c_env["PATH"])
+    r = subprocess.run(["timeout", "-k", "10", "300", "snakemake", "-s", "Snakefile", "--profile",
+                        str(REPO / "profiles" / "slurm"), "--jobs", "1"],
+                       cwd=shared, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert (shared / "stripped.txt").read_text().strip() == "0"  # the variable really is gone in the step
+    alloc = json.loads((shared / "alloc.json").read_text())
+    assert alloc["launcher"] == "slurm" and len(alloc["nodes"]) == 3 and alloc["exclusive"]
+    for n in alloc["nodes"]:
+        h = json.loads((shared / f"here-{n['name']}.json").read_text())
+        assert h["hostname"] == n["hostname"] and n["address"] in h["addresses"]
+    assert len({n["address"] for n in alloc["nodes"]}) == 3
