@@ -64,16 +64,40 @@ def test_contradicting_data_not_met():
     assert row["verdict"] == G.NOT_MET and row["ratio_composite_median"] == pytest.approx(0.65)
 
 
-def test_above_one_is_a_measurement_error_with_no_ratio():
-    # one repeat beats the composite (1100 > 1000): the whole row is a measurement error, ratios blank
+def test_above_the_composite_switches_to_the_pipelined_limit():
+    # one repeat beats the composite (1100 > 1000): the costs did not add (overlap), so the limit in use is
+    # the slower stage alone, min(3000, 1500) = 1500; 900/1500 = 0.6: not met
     recs = [_rec(r, bw, 3000.0, 1500.0) for r, bw in enumerate([900, 1100, 900, 900, 900])]
     (row,) = _table(recs)
+    assert row["limit_used"] == G.PIPELINED and row["verdict"] == G.NOT_MET
+    assert row["ratio_limit_median"] == pytest.approx(0.6) and row["ratio_composite_max"] == pytest.approx(1.1)
+    # contradicting: at 1300-1400 MiB/s (0.87-0.93 of the pipelined limit) it is met
+    recs = [_rec(r, bw, 3000.0, 1500.0) for r, bw in enumerate([1300, 1400, 1350, 1300, 1300])]
+    assert _table(recs)[0]["verdict"] == G.MET
+
+
+def test_above_one_is_a_measurement_error_with_no_ratio():
+    # beating the ceiling itself in one repeat (1600 > 1500): a measurement error, ratios blank
+    recs = [_rec(r, bw, 3000.0, 1500.0) for r, bw in enumerate([900, 1600, 900, 900, 900])]
+    (row,) = _table(recs)
     assert row["verdict"] == G.MEASUREMENT_ERROR
-    assert math.isnan(row["ratio_composite_median"]) and "composite 1.10" in row["invalid_ratios"]
+    assert math.isnan(row["ratio_composite_median"]) and math.isnan(row["ratio_limit_median"])
+    assert "ceiling 1.07" in row["invalid_ratios"]
     # beating raw memcached alone, too (memcached slower than MemFS in a repeat)
     recs = [_rec(r, 400.0, 300.0 if r == 2 else 3000.0, 1e9) for r in range(5)]
     (row,) = _table(recs)
     assert row["verdict"] == G.MEASUREMENT_ERROR and "memcached 1.33" in row["invalid_ratios"]
+
+
+def test_cpu_per_gib_columns():
+    rec = _rec(0, 900.0, 3000.0, 1500.0)
+    for m, cpu in zip(rec["measurements"], ({"client": 0.1, "daemon": 0.0, "servers": 0.2},
+                                            {"client": 0.05, "daemon": 0.1, "servers": 0.0},
+                                            {"client": 0.05, "daemon": 0.2, "servers": 0.25}), strict=True):
+        m["cpu"] = cpu  # 64 MiB each: x16 per GiB
+    (row,) = G.run_rows([rec])
+    assert row["memcached_cpu_s_per_gib"] == pytest.approx(4.8) and row["ceiling_cpu_s_per_gib"] == pytest.approx(2.4)
+    assert row["memfs_cpu_s_per_gib"] == pytest.approx(8.0) and row["memfs_extra_cpu_s_per_gib"] == pytest.approx(0.8)
 
 
 def test_bound_memcached_and_no_target_for_small_transfers():
