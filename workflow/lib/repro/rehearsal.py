@@ -298,10 +298,21 @@ def prepare_workdir(work: Path, resume: bool) -> Path:
     return ws
 
 
+# --no-containers: the systems run from the host's builds instead of their images (a machine where
+# the images cannot be built); the summary says the containers were not rehearsed
+NO_CONTAINERS = {"containers": {"use_for_benchmarks": False},
+                 "storage": {"cosbench": {"tool": "driver"}, "mdtest": {"tool": "auto", "container": "none"}}}
+
+
+def configfiles(ws: Path) -> list[str]:
+    extra = ws / "config" / "rehearsal-nocontainers.yaml"
+    return ["config/config.yaml", "config/rehearsal.yaml"] + ([str(extra.relative_to(ws))] if extra.exists() else [])
+
+
 def snakemake(ws: Path, env: dict, *args: str, timeout: int) -> subprocess.CompletedProcess:
     # targets and options before --configfile, which takes every word after it
     cmd = ["timeout", "-k", "20", str(timeout), "snakemake", *args, "--profile", "profiles/slurm",
-           "--configfile", "config/config.yaml", "config/rehearsal.yaml"]
+           "--configfile", *configfiles(ws)]
     return subprocess.run(cmd, cwd=ws, env=env, capture_output=True, text=True)
 
 
@@ -310,33 +321,48 @@ def build_images(ws: Path, study: str, timeout: int) -> subprocess.CompletedProc
     mirrors, which the nodes cannot reach): the study's plan up to ``build_container``, run locally."""
     cmd = ["timeout", "-k", "20", str(timeout), "snakemake", study, "--cores", str(os.cpu_count() or 2),
            "--until", "build_container", "--config", "launcher=slurm", "--sdm", "apptainer",
-           "--configfile", "config/config.yaml", "config/rehearsal.yaml"]
+           "--configfile", *configfiles(ws)]
     return subprocess.run(cmd, cwd=ws, capture_output=True, text=True)
 
 
 def rehearse(studies: list[str], *, nodes: int = 4, work: Path = WORK, resume: bool = False,
-             timeout: int = 3600, out_dir: Path = REPO / "results" / "rehearsal", extra: list[str] = ()) -> dict:
+             timeout: int = 3600, out_dir: Path = REPO / "results" / "rehearsal", extra: list[str] = (),
+             containers: bool = True) -> dict:
+    """Rehearse each of ``studies`` ("study" or "study:target", e.g. "mpifuse:mpifuse_kick")."""
     t0 = time.monotonic()
     subprocess.run([str(SCRIPT), "up", str(nodes)], check=True, timeout=300)
     t_up = time.monotonic() - t0
     env = cluster_env()
     names = node_names(env)
     ws = prepare_workdir(work, resume)
+    nc = ws / "config" / "rehearsal-nocontainers.yaml"
+    if containers:
+        nc.unlink(missing_ok=True)
+    else:
+        import yaml
+
+        nc.write_text("# written by repro.rehearsal --no-containers\n" + yaml.safe_dump(NO_CONTAINERS))
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = {"cluster": {"nodes": sorted(names), "up_s": round(t_up, 1), "state_dir": str(MH_DIR)},
-               "workdir": str(ws), "overlay": "config/rehearsal.yaml", "studies": {}}
-    for study in studies:
+               "workdir": str(ws), "overlay": configfiles(ws)[1:], "studies": {},
+               "not_rehearsed": [] if containers else ["containers: the systems ran from the host's builds "
+                                                       "(--no-containers), not from their Apptainer images"],
+               "loadavg_start": _loadavg()}
+    for spec in studies:
+        study, _, target = spec.partition(":")
+        target = target or study
         t1 = time.monotonic()
         log = out_dir / f"{study}.log"
-        img = build_images(ws, study, timeout)
+        img = build_images(ws, target, timeout)
         t_img = time.monotonic() - t1
-        proc = snakemake(ws, env, study, *extra, timeout=timeout)
+        proc = snakemake(ws, env, target, *extra, timeout=timeout)
         log.write_text("# images (local build on the head)\n" + img.stdout + img.stderr +
                        "\n# the cluster run (profiles/slurm)\n" + proc.stdout + proc.stderr)
-        dry = snakemake(ws, env, study, "-n", timeout=300)
+        dry = snakemake(ws, env, target, "-n", timeout=300)
         clean = dry.returncode == 0 and "Nothing to be done" in (dry.stdout + dry.stderr)
         res = analyze(ws, study, env=env, dry_run_clean=clean, names=names)
-        res.update({"snakemake_rc": proc.returncode, "images_rc": img.returncode, "images_s": round(t_img, 1),
+        res.update({"target": target, "loadavg_end": _loadavg(), "snakemake_rc": proc.returncode,
+                    "images_rc": img.returncode, "images_s": round(t_img, 1),
                     "seconds": round(time.monotonic() - t1, 1),
                     "log": str(log.relative_to(REPO)) if log.is_relative_to(REPO) else str(log)})
         (out_dir / f"{study}.json").write_text(json.dumps(res, indent=1))
@@ -347,9 +373,17 @@ def rehearse(studies: list[str], *, nodes: int = 4, work: Path = WORK, resume: b
                                      "not_rehearsed": res["not_rehearsed"]}
         (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["seconds"] = round(time.monotonic() - t0, 1)
+    summary["loadavg_end"] = _loadavg()
     summary["all_true"] = all(v is not False for s in summary["studies"].values() for v in s["checks"].values())
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def _loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return ""
 
 
 def _gres_wanted(ws: Path, study: str) -> str:
@@ -381,16 +415,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", action="store_true", help="reuse the working copy: run only what is missing")
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per study")
     ap.add_argument("--analyze", metavar="WORKDIR", help="only the checks, on a finished run in WORKDIR")
+    ap.add_argument("--no-containers", action="store_true",
+                    help="run the systems from the host's builds (where the images cannot be built); said so")
     a, extra = ap.parse_known_args(argv)
     studies = a.studies or STUDIES
-    unknown = [s for s in studies if not (REPO / "workflow" / "studies" / s).is_dir()]
+    unknown = [s for s in studies if not (REPO / "workflow" / "studies" / s.partition(":")[0]).is_dir()]
     if unknown:
         ap.error(f"unknown studies: {unknown}")
     if a.analyze:
         for s in studies:
-            print(json.dumps(analyze(Path(a.analyze), s), indent=1))
+            print(json.dumps(analyze(Path(a.analyze), s.partition(":")[0]), indent=1))
         return 0
-    summary = rehearse(studies, nodes=a.nodes, resume=a.resume, timeout=a.timeout, extra=extra)
+    summary = rehearse(studies, nodes=a.nodes, resume=a.resume, timeout=a.timeout, extra=extra,
+                       containers=not a.no_containers)
     for s, v in summary["studies"].items():
         print(f"{s:12s} {v['seconds']:7.1f} s  rc={v['snakemake_rc']}  " +
               "  ".join(f"{k}={v2}" for k, v2 in v["checks"].items()))
