@@ -125,6 +125,8 @@ CONTRADICTIONS = {
     "parallel_linear_not_s": (sc.bytes_parallel_s_shape, "bytes_parallel_s_shape_nuclio-cpp",
                               lambda d: {k: ({"throughput": 33.27 * k[4] / (16 * MiB)} if _par("nuclio-cpp")(k)
                                              and isinstance(v, dict) else v) for k, v in d.items()}),
+    "parallel_falls_at_the_top": (sc.bytes_parallel_s_shape, "bytes_parallel_s_shape_nuclio-go",
+                                  lambda d: _scale(d, lambda k: _par("nuclio-go")(k) and k[4] == 2 * MiB, 0.5)),
     "parallel_flat": (sc.bytes_parallel_s_shape, "bytes_parallel_s_shape_openfaas",
                       lambda d: {k: ({"throughput": 20.0} if _par("openfaas")(k) and isinstance(v, dict) else v)
                                  for k, v in d.items()}),
@@ -189,6 +191,9 @@ def test_s_shape_rule():
     assert not sc.s_shape(sizes, [s for s in sizes])[0]            # still steepest at the top: no plateau
     assert not sc.s_shape(sizes, [1.0 for _ in sizes])[0]          # flat: no low end
     assert not sc.s_shape(sizes, [1 - s / 2**25 for s in sizes])[0]  # falling
+    hump = [s / (s + 2**18) for s in sizes]
+    hump[-1] *= 0.58  # rises, then falls back by 42 % at the largest size (seen locally): not an S
+    assert not sc.s_shape(sizes, hump)[0]
 
 
 def test_missing_data_is_not_run_never_a_pass():
