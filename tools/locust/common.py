@@ -5,6 +5,7 @@ Environment (the runner sets them; all optional except REPRO_MODEL):
   REPRO_IMAGE_SIZE     image side sent (TorchServe: PNG side; tensor APIs: the model's input side) [224]
   REPRO_AUDIO_SAMPLES  samples sent [wav2vec2_truncated: 50000, wav2vec2: 80000]
   REPRO_TEXT_WORDS     words of the article sent to BART [400]
+  REPRO_BART_NEW_TOKENS  BART: an answer that generated another number of tokens fails (fixed length)
   REPRO_SYSTEM_KIND    expected system kind: an answer that does not identify itself as this stand-in
                        (or identifies as a stand-in when "real" is expected) counts as a failure
   REPRO_BAD_EVERY      N > 0: every Nth request is deliberately wrong-shaped (tests the error path)

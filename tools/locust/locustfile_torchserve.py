@@ -4,6 +4,8 @@ Each user fires its next request when the previous one completes (no wait time),
 multi-stream test; one user is its single-stream test. Settings: see common.py.
 """
 
+import os
+
 import final_csv  # noqa: F401  (the CSVs get the final numbers at quit)
 from common import AUDIO_SAMPLES, IMAGE_SIZE, TEXT_WORDS, check_answer, check_kind, loads, make_user, payloads, \
     require_model
@@ -21,7 +23,12 @@ def check(r) -> str | None:
     if problem:
         return problem
     if MODEL == "bart":
-        return None if isinstance(answer.get("summary"), str) else "no summary string"
+        if not isinstance(answer.get("summary"), str):
+            return "no summary string"
+        want = os.environ.get("REPRO_BART_NEW_TOKENS")  # the stated fixed length (random weights)
+        if want and answer.get("new_tokens") != int(want):
+            return f"generated {answer.get('new_tokens')} tokens, the stated length is {want}"
+        return None
     if MODEL == "resnet50":
         return check_answer(MODEL, answer["logits"])
     return None if answer.get("vocab") == 32 and "transcript" in answer else "no CTC answer"

@@ -7,7 +7,9 @@
 For each user count U it writes ``DIR/users~U/locust_{stats,stats_history,failures,exceptions}.csv``
 (Locust's own ``--csv`` output) and ``DIR/users~U/generator.json``: wall time, the CPU seconds of
 every Locust process (``getrusage`` of the waited children, so ``--processes`` workers count too),
-the cores that amounts to, where it ran (hostname, Slurm node) and the run's labels. single-stream = ``--users 1``; multi-stream = a list.
+the cores that amounts to, where it ran (hostname, Slurm node), its window (started_at / ended_at, epoch s:
+the study cuts the server's GPU samples to it) and the run's labels. single-stream = ``--users 1``;
+multi-stream = a list.
 All users start at once and fire their next request when the previous completes (no wait time).
 ``--processes N`` runs N Locust worker processes beside the master (Locust's distributed mode on one
 node) so the generator is not the bottleneck. Locust runs from its cached venv (tools/locust/setup.sh).
@@ -72,7 +74,8 @@ def run_one(protocol: str, host: str, users: int, run_time: str, out: Path, proc
     user_s, sys_s = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     record = {
         "protocol": protocol, "host": host, "users": users, "run_time_s": parse_seconds(run_time),
-        "processes": processes, "wall_s": round(wall, 3), "cpu_user_s": round(user_s, 3),
+        "processes": processes, "started_at": round(t0, 3), "ended_at": round(t0 + wall, 3),
+        "wall_s": round(wall, 3), "cpu_user_s": round(user_s, 3),
         "cpu_sys_s": round(sys_s, 3), "cpu_cores_used": round((user_s + sys_s) / wall, 4),
         "host_cores": os.cpu_count(), "hostname": socket.gethostname(),
         "slurm_node": os.environ.get("SLURMD_NODENAME", ""), "returncode": rc, "system_kind": system_kind,

@@ -89,8 +89,9 @@ def analysis_image_input():
     return [sif("analysis")] if USE_APPTAINER else []
 
 
-def system_exec(name):
-    """Prefix that runs a system's command in its image (cluster) or on the host (local).
+def system_exec(name, gpu=False):
+    """Prefix that runs a system's command in its image (cluster) or on the host (local);
+    gpu=True adds --nv (the host's NVIDIA driver and devices inside the image).
 
     No --cleanenv: srun hands every task its PMIx/Slurm variables, which must reach
     the rank inside the image (with --cleanenv each rank starts as an MPI singleton).
@@ -98,7 +99,7 @@ def system_exec(name):
     is mounted nodev.
     """
     if config["containers"]["use_for_benchmarks"]:
-        return f"apptainer exec --bind {os.getcwd()} {sif(name)}"
+        return f"apptainer exec{' --nv' if gpu else ''} --bind {os.getcwd()} {sif(name)}"
     return ""
 
 

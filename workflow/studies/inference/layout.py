@@ -54,6 +54,32 @@ BY_DESIGN = {
 }
 
 
+# What each server's requests carry (tools/locust/locustfile_*.py), recorded in every serve record and
+# named in the README: it can decide the TF Serving ranking (JSON parsing of a 224x224x3 tensor).
+INPUT_ENCODING = {
+    "torchserve": {"resnet50": "PNG bytes (decoded + resized + normalised in the handler)",
+                   "wav2vec2": "WAV bytes (16 kHz, 16-bit PCM; decoded in the handler)",
+                   "wav2vec2_truncated": "WAV bytes (16 kHz, 16-bit PCM; decoded, padded/truncated in the handler)",
+                   "bart": "UTF-8 text (tokenised in the handler)"},
+    "triton": "binary tensor (KServe v2 binary tensor extension: JSON header + raw little-endian FP32)",
+    "tfserving": 'JSON {"instances": [...]} (every FP32 value as a JSON number)',
+}
+
+
+def input_encoding(server: str, model: str) -> str:
+    enc = INPUT_ENCODING[PROTOCOL[server]]
+    return enc[model] if isinstance(enc, dict) else enc
+
+
+def generated_tokens(spec: dict) -> str:
+    """BART: how many tokens each request generates (random weights: fixed to max_new_tokens)."""
+    if spec.get("model") != "bart":
+        return ""
+    if spec.get("weights") == "pretrained":
+        return f"checkpoint's own stop, at most {spec['max_new_tokens']}"
+    return f"exactly {spec['max_new_tokens']} (min_new_tokens = max_new_tokens: random weights)"
+
+
 class LayoutError(ValueError):
     """A configuration the study cannot run; the message names the key."""
 
@@ -64,6 +90,9 @@ def check(cfg: dict) -> None:
         if kind not in ALLOWED_KINDS[server]:
             raise LayoutError(f"inference.kinds.{server}: {kind!r} cannot serve {server} "
                               f"(allowed: {', '.join(ALLOWED_KINDS[server])})")
+    if cfg["device"] == "cuda" and "gpu" not in cfg["slurm"]["gres"]:
+        raise LayoutError(f"inference.slurm.gres: device cuda needs a GPU from Slurm (e.g. gpu:1), "
+                          f"not {cfg['slurm']['gres']!r}")
     if cfg["kick"]["server"] not in cfg["servers"]:
         raise LayoutError(f"inference.kick.server: {cfg['kick']['server']!r} is not in inference.servers")
     if cfg["kick"]["model"] not in cfg["models"]:

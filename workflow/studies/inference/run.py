@@ -21,6 +21,13 @@ job exits 1); a server that does not come up fails every user count with the ser
 raw_rate: the model's in-process forward loop (same threads and batch, no server), on the server
 node (on Slurm this command repeats itself in an srun step there, --placement set). ceiling: Locust
 against tools/locust/trivial_server.py, where the job runs.
+
+Device (config `device`: cuda | cpu): the server and the raw rate get `--device`; with cuda a side
+that sees no GPU exits 3 naming its node and every record of the job is a failure record, never ok.
+Every record says the device it measured (server.json's / the raw rate's `device`: GPU name,
+driver, memory) and the GPU's utilisation and memory sampled during that run (`gpu`: for a serve
+record the server node's samples inside that user count's Locust window); a cuda record whose
+measured device is not a GPU is a failure.
 """
 
 from __future__ import annotations
@@ -52,7 +59,8 @@ def _progress(msg: str) -> None:
 
 def _env() -> dict:
     pp = [str(INF_SRC), str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys(pp)), OMP_NUM_THREADS="1")
+    # no thread pinning here: servers.py and raw_rate pin the config's threads (0: the frameworks' defaults)
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys(pp)))
 
 
 def _run_bounded(cmd: list[str], timeout: float, log: Path) -> tuple[int, str]:
@@ -177,17 +185,41 @@ def locust_env(cfg: dict, model: str) -> list[str]:
     sz = cfg["sizes"]
     env = {"REPRO_MODEL": model, "REPRO_IMAGE_SIZE": sz["image_size"], "REPRO_TEXT_WORDS": sz["text_words"],
            "REPRO_AUDIO_SAMPLES": sz["audio_samples"] if model == "wav2vec2_truncated" else sz["audio_samples_full"]}
+    if model == "bart" and cfg["weights"] == "random-from-config":  # every answer must carry the fixed length
+        env["REPRO_BART_NEW_TOKENS"] = sz["max_new_tokens"]
     return [a for k, v in env.items() for a in ("--env", f"{k}={v}")]
 
 
 def serve_command(cfg: dict, server: str, model: str, models_dir: str, workdir: Path, ready: Path, pl: dict,
                   server_exec: list[str] = (), tag: str = "") -> list[str]:
-    """The server alone (servers.py serve, until SIGTERM), on the server node."""
+    """The server alone (servers.py serve, until SIGTERM), on the server node, on the config's device."""
     server_exec = list(server_exec)
     return [*step_prefix(pl, "server", f"rinf-server{tag}"), *server_exec, _python(server_exec), "-m",
             "repro_inference.servers", "serve", layout.kind_of(cfg, server), "--models", models_dir, "--model",
-            model, "--workdir", str(workdir), "--threads", str(cfg["threads"]),
+            model, "--workdir", str(workdir), "--threads", str(cfg["threads"]), "--device", cfg["device"],
             "--timeout", str(cfg["server_start_timeout_s"]), "--bind", pl["bind"], "--ready-file", str(ready)]
+
+
+def device_problem(cfg: dict, measured: dict | None) -> str | None:
+    """Why a record may not be ok for its device: cuda asked and the side measured no GPU."""
+    if cfg["device"] != "cuda":
+        return None
+    measured = measured or {}
+    if measured.get("device") != "cuda" or not measured.get("gpu_name"):
+        return (f"device cuda asked for, but the run measured {measured.get('device', 'nothing')!r} "
+                f"(GPU {measured.get('gpu_name') or 'none'}) on {measured.get('node') or measured.get('host') or '?'}")
+    return None
+
+
+def gpu_window(samples: dict, gen: dict) -> dict:
+    """The server node's GPU samples inside one Locust run's window (generator.json started_at/ended_at)."""
+    sys.path.insert(0, str(INF_SRC))
+    from repro_inference.device import summarise
+
+    if not samples:
+        return summarise([], "none")
+    return summarise(samples.get("samples", []), samples.get("source", "none"), gen.get("started_at"),
+                     gen.get("ended_at"))
 
 
 def driver_command(cfg: dict, server: str, model: str, url: str, system_kind: str, out: Path, pl: dict,
@@ -340,6 +372,10 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM must not cut the stop short
         stopped = stop_server(proc, work / "server", pl, server_exec)
         _progress(stopped)
+        gpu_samples = {}
+        if (work / "gpu_samples.json").exists():
+            gpu_samples = json.loads((work / "gpu_samples.json").read_text())
+            shutil.copy2(work / "gpu_samples.json", out / "gpu_samples.json")
         _keep_server_logs(work, out / "server-logs")
         shutil.rmtree(work, ignore_errors=True)
         signal.signal(signal.SIGTERM, previous)
@@ -354,6 +390,9 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
         gen = json.loads(gen_file.read_text()) if gen_file.exists() else {}
         rec["extra"] = {"locust_dir": str(run_dir), "kind": layout.kind_of(cfg, server), "weights": weights,
                         "tokenizer": models["specs"][model].get("tokenizer"), "spec": models["specs"][model],
+                        "device_asked": cfg["device"], "device": info.get("device", {}),
+                        "gpu": gpu_window(gpu_samples, gen), "input_encoding": layout.input_encoding(server, model),
+                        "generated_tokens": layout.generated_tokens(models["specs"][model]),
                         **_where(info, gen), "placement": pl, "server_url": info.get("url", ""),
                         "server_command": cmd, "driver_command": dcmd, "server_stop": stopped}
         if not (run_dir / "locust_stats.csv").exists():
@@ -364,6 +403,7 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
             continue
         metrics, why, sanity = metrics_of_run(run_dir, weights)
         rec["metrics"], rec["sanity"] = metrics, sanity
+        why = why or device_problem(cfg, info.get("device"))
         if why:
             rawio.write_failure(raw, rec, why)
             _progress(f"FAILED {raw}: {why}")
@@ -406,19 +446,30 @@ def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: P
     cmd = [str(py), "-m", "repro_inference.raw_rate", "--framework", framework, "--models", models["dir"],
            "--model", model, "--threads", str(cfg["threads"]), "--batch", str(cfg["batch"]),
            "--seconds", str(cfg["raw_rate"]["seconds"]), "--warmup", str(cfg["raw_rate"]["warmup"]),
-           "--text-words", str(cfg["sizes"]["text_words"]), "--out", str(out)]
+           "--text-words", str(cfg["sizes"]["text_words"]), "--device", cfg["device"], "--out", str(out)]
     _progress(shlex.join(cmd))
     rc, text = _run_bounded(cmd, cfg["raw_rate"]["seconds"] * 5 + 600, out.with_suffix(".log"))
     if rc != 0 or not out.exists():
+        out.unlink(missing_ok=True)
         rawio.write_failure(raw, rec, f"raw_rate exited {rc}:\n{text[-3000:]}")
-        _progress(f"FAILED {raw}")
+        _progress(f"FAILED {raw}: " + text.strip().splitlines()[-1][:500] if text.strip() else f"FAILED {raw}")
         return 1
     r = json.loads(out.read_text())
+    rec["extra"].update(device_asked=cfg["device"], device=r.get("device", {}), gpu=r.get("gpu", {}),
+                        tokenizer=r.get("tokenizer"), bart=r.get("bart"))
+    problem = device_problem(cfg, r.get("device"))
+    if problem:
+        rawio.write_failure(raw, rec, problem)
+        _progress(f"FAILED {raw}: {problem}")
+        return 1
     w = r["weights"]
     rec["metrics"] = [rawio.metric("raw_rate", r["rate"], r["unit"], weights=w),
                       rawio.metric("iterations", r["iterations"], "count", weights=w),
                       rawio.metric("latency_median", r["latency_ms"]["median"], "ms", weights=w),
                       rawio.metric("latency_mean", r["latency_ms"]["mean"], "ms", weights=w)]
+    if r.get("bart", {}).get("bart_new_tokens"):
+        toks = r["bart"]["bart_new_tokens"]
+        rec["metrics"].append(rawio.metric("new_tokens_per_request", sum(toks) / len(toks), "tokens", weights=w))
     rec["sanity"] = {"iterations": r["iterations"], "seconds": r["seconds"]}
     rec["extra"].update(raw_rate_file=str(out), threads=r["threads"], batch=r["batch"], spec=r["spec"],
                         node=os.environ.get("SLURMD_NODENAME", ""))

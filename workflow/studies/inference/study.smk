@@ -157,8 +157,8 @@ INF_IMAGE_OF = {"torchserve": "torchserve", "triton-pytorch": "triton", "triton-
 def inf_exec(what):
     """The prefix of a run job: on a cluster the server's (or framework's, or Locust's) image, where
     servers.py finds tritonserver / tensorflow_model_server on PATH and the venvs via REPRO_VENV_*;
-    locally the host."""
-    return system_exec(INF_IMAGE_OF[what])
+    locally the host. Every step that runs a model gets --nv on device cuda (Locust's does not)."""
+    return system_exec(INF_IMAGE_OF[what], gpu=INF["device"] == "cuda" and what != "ceiling")
 
 
 def inf_image_input(what):

@@ -39,7 +39,10 @@ def save_pretrained(spec: dict, dest: Path) -> None:
     if spec["weights"] == "pretrained":
         from repro_inference import torch_models as tm
 
-        tm.build(spec).save_pretrained(dest / "hf")
+        model = tm.build(spec)
+        model.save_pretrained(dest / "hf")
+        if model.repro_tokenizer is not None:  # BART: the tokenizer that really tokenises travels with it
+            model.repro_tokenizer.save_pretrained(dest / "hf")
 
 
 def make_mar(spec: dict, out: Path) -> Path:
@@ -54,7 +57,9 @@ def make_mar(spec: dict, out: Path) -> Path:
         extra = [str(stage / "repro-spec.json"), str(stage / "pkg")]
         if (stage / "weights").exists():
             extra.append(str(stage / "weights"))
-        cmd = [str(Path(sys.executable).with_name("torch-model-archiver")), "--model-name", spec["model"],
+        # the archiver through this interpreter (its console script need not sit beside it: a carried --target)
+        cmd = [sys.executable, "-c", "import sys; from model_archiver.model_packaging import generate_model_archive "
+               "as g; sys.argv[0] = 'torch-model-archiver'; sys.exit(g())", "--model-name", spec["model"],
                "--version", "1.0", "--handler", str(PKG / "torchserve_handler.py"),
                "--extra-files", ",".join(extra), "--export-path", str(export), "--force"]
         subprocess.run(cmd, check=True)

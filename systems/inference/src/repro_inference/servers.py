@@ -18,8 +18,8 @@ KIND (the protocol each speaks, the ``system_kind`` its rows get):
   tfserving             tensorflow_model_server on PATH (the cluster image)                   real
 
 ``start`` returns once the model answers ready, writing ``W/server.json`` (url, port, pid, host,
-slurm_node, system_kind) and ``W/server.pid``; the server runs in its own session and ``stop`` ends that whole process group
-(TERM, then KILL after 20 s). A model that fails to load ends ``start`` with the server's exit code
+slurm_node, system_kind) and ``W/server.pid``; the server runs in its own session and ``stop`` ends that
+whole process group (TERM, then KILL after 20 s). A model that fails to load ends ``start`` with the server's exit code
 (or 1 if the server keeps running without the model, as TorchServe does) and the tail of its own log;
 the server is stopped. ``run`` starts, runs CMD with REPRO_SERVER_URL / REPRO_SYSTEM_KIND /
 REPRO_MODEL set, and always stops the server (also on SIGINT/SIGTERM). ``serve`` starts, writes
@@ -33,6 +33,15 @@ TorchServe's management and metrics APIs stay on 127.0.0.1 (only the readiness c
 The real tensorflow_model_server cannot be bound: it always listens on 0.0.0.0 (``bind_effective``).
 The URL in server.json is reachable from other nodes: with a wildcard bind (0.0.0.0, ::) it names
 ``--advertise`` or this node's hostname, else the bind address.
+
+``--device cuda|cpu`` (default cpu): with cuda the server must find a GPU before it starts
+(device.require: otherwise exit 3, the message naming the node -- never a silent CPU run); TorchServe
+gets ``number_of_gpu: 1`` (one worker on the GPU, its handler puts the model on ``cuda:<gpu_id>``),
+Triton's served config.pbtxt ``instance_group KIND_GPU`` (rendered into the run's repository), the torch
+and TF stand-ins ``REPRO_DEVICE=cuda``; ``tensorflow_model_server`` (the GPU image) uses the GPU it sees.
+server.json records the device measured (GPU name, driver, memory); ``serve`` samples the GPU's
+utilisation and memory while serving into ``gpu_samples.json`` beside the ready file.
+``--threads 0``: the frameworks' default thread pools (the paper's "default configurations").
 """
 
 from __future__ import annotations
@@ -50,7 +59,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from repro_inference import device as devmod
 from repro_inference.spec import SYSTEM_KINDS
+from repro_inference.triton_config import with_device
 
 SRC = Path(__file__).resolve().parents[1]
 SYSTEM = SRC.parent
@@ -120,9 +131,12 @@ class Server:
 
     def __init__(self, kind: str, models: Path, model: str, workdir: Path, threads: int = 1,
                  port: int | None = None, timeout: float = 600.0, bind: str = "127.0.0.1",
-                 advertise: str | None = None):
+                 advertise: str | None = None, device: str = "cpu"):
         if kind not in KINDS:
             raise ValueError(f"unknown server kind {kind!r}; known: {', '.join(KINDS)}")
+        if device not in devmod.DEVICES:
+            raise ValueError(f"device must be one of {devmod.DEVICES}, not {device!r}")
+        self.device = device
         self.kind, self.models, self.model = kind, Path(models).resolve(), model
         self.workdir, self.threads, self.timeout = Path(workdir).resolve(), int(threads), timeout
         self.bind = bind
@@ -139,8 +153,14 @@ class Server:
 
     # ------------------------------------------------------------------ commands per kind
     def _env(self) -> dict:
-        env = dict(os.environ, OMP_NUM_THREADS=str(self.threads), MKL_NUM_THREADS=str(self.threads),
-                   REPRO_THREADS=str(self.threads), PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+        env = dict(os.environ, REPRO_THREADS=str(self.threads), REPRO_DEVICE=self.device, PYTHONUNBUFFERED="1",
+                   TF_CPP_MIN_LOG_LEVEL="2")
+        if self.threads:  # 0: the frameworks' defaults
+            env.update(OMP_NUM_THREADS=str(self.threads), MKL_NUM_THREADS=str(self.threads))
+        else:
+            env.pop("OMP_NUM_THREADS", None)
+        if self.device == "cpu":
+            env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run never touches a GPU that happens to be there
         env.pop("PYTHONPATH", None)
         return env
 
@@ -153,7 +173,9 @@ class Server:
             "inference_address": f"http://{self.bind}:{self.port}", "management_address": f"http://127.0.0.1:{self.mgmt}",
             "metrics_address": f"http://127.0.0.1:{free_port()}", "model_store": str(store),
             "load_models": f"{self.model}={self.model}.mar", "default_workers_per_model": 1,
-            "number_of_gpu": 0, "job_queue_size": 1000, "install_py_dep_per_model": "false",
+            # cuda: one GPU, one worker on it (TorchServe's default: workers = GPUs); cpu: none
+            "number_of_gpu": 1 if self.device == "cuda" else 0, "job_queue_size": 1000,
+            "install_py_dep_per_model": "false",
             "default_response_timeout": 600, "disable_token_authorization": "true",
             "vmargs": "-Xmx1g -XX:+UseSerialGC -XX:-UsePerfData",
         }
@@ -171,9 +193,13 @@ class Server:
         # a repository with only this model (the paper serves one model at a time)
         one = self.workdir / "repository"
         one.mkdir(exist_ok=True)
-        link = one / self.model
-        if not link.exists():
-            link.symlink_to(repo / self.model)
+        # the model's versions linked, its config.pbtxt rendered for the run's device (KIND_GPU on cuda)
+        mdir = one / self.model
+        mdir.mkdir(exist_ok=True)
+        for item in (repo / self.model).iterdir():
+            if item.name != "config.pbtxt" and not (mdir / item.name).exists():
+                (mdir / item.name).symlink_to(item)
+        (mdir / "config.pbtxt").write_text(with_device((repo / self.model / "config.pbtxt").read_text(), self.device))
         args = [f"--model-repository={one}", f"--http-port={self.port}", f"--grpc-port={free_port(self.bind)}",
                 f"--metrics-port={free_port()}", f"--http-address={self.bind}", f"--grpc-address={self.bind}",
                 "--exit-on-error=true", "--strict-readiness=true", "--exit-timeout-secs=10", "--log-verbose=0",
@@ -204,10 +230,11 @@ class Server:
         base = self.models / "tfserving" / self.model
         if not base.is_dir():
             raise FileNotFoundError(f"no {base}/<version>/; run prepare_tf first")
-        if self.kind == "tfserving":
+        if self.kind == "tfserving":  # the -gpu image uses the GPU it sees (cpu: CUDA_VISIBLE_DEVICES="")
             return ["tensorflow_model_server", f"--rest_api_port={self.port}", f"--port={free_port()}",
                     f"--model_name={self.model}", f"--model_base_path={base}",
-                    f"--tensorflow_intra_op_parallelism={self.threads}", "--tensorflow_inter_op_parallelism=1"]
+                    *([f"--tensorflow_intra_op_parallelism={self.threads}", "--tensorflow_inter_op_parallelism=1"]
+                      if self.threads else [])]
         env["PYTHONPATH"] = str(SRC)
         return [str(venv("tf") / "bin" / "python"), "-m", "repro_inference.tfserving_standin",
                 f"--model_base_path={base}", f"--model_name={self.model}", f"--rest_api_port={self.port}",
@@ -252,6 +279,10 @@ class Server:
 
     def start(self) -> Server:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            devmod.require(self.device)  # cuda and no GPU here: fail loudly, before anything starts
+        except devmod.NoGPU as err:
+            raise ServerError(str(err), 3, "(not started)") from err
         env = self._env()
         if self.kind == "torchserve":
             cmd = self._torchserve(env)
@@ -288,6 +319,7 @@ class Server:
                      "host": socket.gethostname(), "slurm_node": os.environ.get("SLURMD_NODENAME", ""),
                      "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
                      "infer_path": self.infer_path(), "pid": self.proc.pid, "threads": self.threads,
+                     "device": devmod.describe(self.device),
                      "ready_s": round(self.ready_s, 2), "log": str(self.log)}
         write_json_atomic(self.workdir / "server.json", self.info)
         print(f"servers: {self.kind} ready in {self.ready_s:.1f} s", flush=True)
@@ -352,6 +384,8 @@ def main(argv=None) -> int:
         s.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the model to be ready")
         s.add_argument("--bind", default="127.0.0.1", help="address the inference API listens on (0.0.0.0: all)")
         s.add_argument("--advertise", help="host name written into the URL (default: hostname on a wildcard bind)")
+        s.add_argument("--device", choices=devmod.DEVICES, default="cpu",
+                       help="cuda: the model on the GPU (exit 3 if none is visible)")
         if name == "serve":
             s.add_argument("--ready-file", type=Path, required=True, help="server.json's copy, written once ready")
     st = sub.add_parser("stop")
@@ -367,7 +401,8 @@ def main(argv=None) -> int:
             stop_group(int(pidfile.read_text()))
             pidfile.unlink()
         return 0
-    server = Server(a.kind, a.models, a.model, a.workdir, a.threads, a.port, a.timeout, a.bind, a.advertise)
+    server = Server(a.kind, a.models, a.model, a.workdir, a.threads, a.port, a.timeout, a.bind, a.advertise,
+                    a.device)
     if a.cmd != "start":  # a signal while the model loads stops the server too (start()'s except)
         # SIGUSR1 too: srun forwards it to the task, while its SIGTERM cancels the step (SIGKILL)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
@@ -406,7 +441,10 @@ def _ignore_signals() -> None:
 
 
 def _serve(server: Server, ready_file: Path) -> int:
-    """Block until SIGTERM/SIGINT (0) or the server's death (its exit code, with its log); always stop."""
+    """Block until SIGTERM/SIGINT (0) or the server's death (its exit code, with its log); always stop.
+    On cuda the GPU's utilisation and memory are sampled all the while (gpu_samples.json beside the ready
+    file, written when serving ends; the study cuts it into each Locust run's time window)."""
+    sampler = devmod.GpuSampler(server.device).start()
     try:
         write_json_atomic(ready_file, server.info)
         print(f"servers: serving at {server.url} (ready file {ready_file}); SIGTERM or SIGUSR1 stops it", flush=True)
@@ -423,6 +461,9 @@ def _serve(server: Server, ready_file: Path) -> int:
     finally:
         _ignore_signals()  # a second TERM must not cut the stop short
         server.stop()
+        sampler.stop()
+        write_json_atomic(Path(ready_file).with_name("gpu_samples.json"),
+                          {"source": sampler.source, "device": server.device, "samples": sampler.samples})
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ def make_spec(model: str, **overrides) -> dict:
 
 def runtime_files(framework: str) -> tuple[str, ...]:
     """The modules of this package that a ``framework`` (torch|tf) server worker imports."""
-    return ("__init__.py", "spec.py", f"{framework}_models.py")
+    return ("__init__.py", "spec.py", "device.py", f"{framework}_models.py")
 
 
 def copy_runtime(dest: Path, framework: str) -> None:

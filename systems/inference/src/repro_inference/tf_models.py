@@ -19,6 +19,8 @@ import tensorflow as tf  # noqa: E402
 
 def pin_threads(spec: dict) -> int:
     n = int(spec.get("threads", 1))
+    if n == 0:  # the framework's default (the paper's "default configurations")
+        return n
     try:
         tf.config.threading.set_intra_op_parallelism_threads(n)
         tf.config.threading.set_inter_op_parallelism_threads(1)

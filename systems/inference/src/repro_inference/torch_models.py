@@ -14,6 +14,7 @@ import wave
 import numpy as np
 import torch
 
+from repro_inference import device as dev
 from repro_inference.spec import SAMPLE_RATE, ctc_decode, word_decode, word_encode
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(3, 1, 1)
@@ -21,8 +22,11 @@ IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(3, 1, 1
 
 
 def pin_threads(spec: dict) -> int:
-    """One worker, ``spec['threads']`` intra-op threads, one inter-op thread."""
+    """One worker, ``spec['threads']`` intra-op threads, one inter-op thread; 0 = the framework's default
+    (the paper ran every server in its default configuration: the cluster path on the GPU)."""
     n = int(spec.get("threads", 1))
+    if n == 0:
+        return torch.get_num_threads()
     os.environ["OMP_NUM_THREADS"] = str(n)
     torch.set_num_threads(n)
     try:
@@ -53,8 +57,19 @@ def _hf_config(spec: dict):
     raise ValueError(f"unknown model {model!r}")
 
 
-def build(spec: dict, source: str | None = None) -> torch.nn.Module:
-    """The model in eval mode: ``from_pretrained`` (source dir or hub id) or from config with seeded random weights."""
+def torch_device(spec: dict, gpu_id=None) -> torch.device:
+    """The spec's device (``cuda`` | ``cpu``); cuda where torch sees no GPU raises device.NoGPU (never a CPU run)."""
+    want = spec.get("device", "cpu")
+    if want == "cuda":
+        dev.require("cuda", probe=torch.cuda.is_available)
+        return torch.device(f"cuda:{int(gpu_id)}" if gpu_id is not None else "cuda")
+    return torch.device("cpu")
+
+
+def build(spec: dict, source: str | None = None, gpu_id=None) -> torch.nn.Module:
+    """The model in eval mode on the spec's device: ``from_pretrained`` (source dir or hub id) or from
+    config with seeded random weights. BART with pretrained weights carries its own tokenizer
+    (``model.repro_tokenizer``); with random weights the word-hash stand-in tokenises (spec's label)."""
     import transformers as tr
 
     cls = {"resnet50": tr.ResNetForImageClassification, "wav2vec2": tr.Wav2Vec2ForCTC,
@@ -64,7 +79,14 @@ def build(spec: dict, source: str | None = None) -> torch.nn.Module:
     else:
         torch.manual_seed(int(spec.get("seed", 0)))
         model = cls(_hf_config(spec))
-    return model.eval()
+    model.repro_tokenizer = None
+    if spec["model"] == "bart" and spec.get("tokenizer") == "pretrained":
+        model.repro_tokenizer = tr.AutoTokenizer.from_pretrained(source or spec["hf_id"])
+    return model.eval().to(torch_device(spec, gpu_id))
+
+
+def _device_of(model) -> torch.device:
+    return next(model.parameters()).device
 
 
 # ---------------------------------------------------------------- preprocessing (bytes -> tensors)
@@ -102,33 +124,61 @@ def fit_audio(samples: np.ndarray, spec: dict) -> np.ndarray:
 
 @torch.inference_mode()
 def forward(model, spec: dict, batch: torch.Tensor) -> torch.Tensor:
-    """The raw forward pass the serving overhead is measured against (logits)."""
+    """The raw forward pass the serving overhead is measured against: the input to the model's device,
+    the logits back on the CPU (as a server must answer them; on cuda this synchronises)."""
+    batch = batch.to(_device_of(model), non_blocking=False)
     if spec["model"] == "resnet50":
-        return model(pixel_values=batch).logits
+        return model(pixel_values=batch).logits.cpu()
     if spec["model"].startswith("wav2vec2"):
-        return model(input_values=batch).logits
+        return model(input_values=batch).logits.cpu()
     raise ValueError("bart has no single forward; use summarise()")
 
 
-@torch.inference_mode()
-def summarise(model, spec: dict, texts: list[str]) -> list[dict]:
-    """BART-large-CNN summarisation through ``.generate()`` with the spec's new-token budget.
+def generation_lengths(spec: dict) -> dict:
+    """``.generate()``'s length settings. Random weights never emit the end token at the right time, so the
+    generated length is fixed: exactly ``max_new_tokens`` (min_new_tokens = max_new_tokens), stated in
+    every record. Pretrained weights stop where the checkpoint stops (bart-large-cnn: 56..142 tokens)."""
+    n_new = int(spec["max_new_tokens"])
+    if spec["weights"] == "pretrained":
+        return {"max_new_tokens": n_new, "min_length": min(56, n_new), "rule": f"checkpoint's own stop, <= {n_new}"}
+    return {"max_new_tokens": n_new, "min_new_tokens": n_new, "rule": f"fixed: exactly {n_new} new tokens"}
 
-    Returns ``{"summary": text, "new_tokens": n}`` per text (n excludes the decoder's start token).
-    """
+
+def encode_texts(model, spec: dict, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """(input_ids, attention_mask, the tokenizer that really tokenised) -- the label follows the code path."""
+    tok = getattr(model, "repro_tokenizer", None)
+    if spec.get("tokenizer") == "pretrained":
+        if tok is None:
+            raise RuntimeError("spec says tokenizer 'pretrained' but the model carries no tokenizer")
+        enc = tok(texts, return_tensors="pt", padding=True, truncation=True, max_length=1024)
+        return enc["input_ids"], enc["attention_mask"], "pretrained"
     ids = [word_encode(t, model.config.vocab_size) for t in texts]
     width = max(len(i) for i in ids)
     pad = model.config.pad_token_id
     input_ids = torch.tensor([i + [pad] * (width - len(i)) for i in ids])
-    mask = (input_ids != pad).long()
-    n_new = int(spec["max_new_tokens"])
-    out = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=n_new,
-                         min_length=min(56, n_new), num_beams=int(spec["num_beams"]), early_stopping=True)
+    return input_ids, (input_ids != pad).long(), "word-hash-stand-in"
+
+
+@torch.inference_mode()
+def summarise(model, spec: dict, texts: list[str]) -> list[dict]:
+    """BART-large-CNN summarisation through ``.generate()`` with the spec's length rule (generation_lengths).
+
+    Returns ``{"summary", "new_tokens", "input_tokens", "tokenizer"}`` per text (new_tokens excludes the
+    decoder's start token).
+    """
+    input_ids, mask, used = encode_texts(model, spec, texts)
+    d = _device_of(model)
+    lengths = {k: v for k, v in generation_lengths(spec).items() if k != "rule"}
+    out = model.generate(input_ids=input_ids.to(d), attention_mask=mask.to(d),
+                         num_beams=int(spec["num_beams"]), early_stopping=True, **lengths).cpu()
+    pad = model.config.pad_token_id
     results = []
-    for o in out[:, 1:]:  # drop decoder_start_token_id
-        o = o[o != pad]
-        text = word_decode(o) if spec.get("tokenizer") == "word-hash-stand-in" else str(o.tolist())
-        results.append({"summary": text, "new_tokens": int(o.numel())})
+    for o, i in zip(out[:, 1:], mask.sum(-1)):  # drop decoder_start_token_id
+        keep = (o != pad).nonzero()
+        o = o[: int(keep[-1]) + 1] if len(keep) else o[:0]  # trailing padding only (a shorter row in a batch)
+        tok = getattr(model, "repro_tokenizer", None)
+        text = tok.decode(o, skip_special_tokens=True) if used == "pretrained" else word_decode(o)
+        results.append({"summary": text, "new_tokens": int(o.numel()), "input_tokens": int(i), "tokenizer": used})
     return results
 
 

@@ -44,12 +44,19 @@ class ReproHandler:
         self.spec = read_spec(model_dir)
         if os.environ.get("REPRO_THREADS"):
             self.spec["threads"] = int(os.environ["REPRO_THREADS"])
+        # servers.py --device: cuda puts the model on the GPU TorchServe gives this worker (number_of_gpu),
+        # and a worker that was given none fails (device.NoGPU names the node), never a silent CPU run
+        self.spec["device"] = os.environ.get("REPRO_DEVICE", "cpu")
+        gpu_id = context.system_properties.get("gpu_id")
+        if self.spec["device"] == "cuda" and gpu_id is None:
+            raise RuntimeError("REPRO_DEVICE=cuda but TorchServe gave this worker no GPU (gpu_id None; "
+                               "number_of_gpu 0?): refusing to run on the CPU")
         tm.pin_threads(self.spec)
         t0 = time.time()
         source = os.path.join(model_dir, "hf") if self.spec["weights"] == "pretrained" else None
-        self.model = tm.build(self.spec, source=source)
-        print(f"repro: {self.spec['model']} built ({self.spec['weights']}) in {time.time() - t0:.1f} s, "
-              f"threads={torch.get_num_threads()}", flush=True)
+        self.model = tm.build(self.spec, source=source, gpu_id=gpu_id if self.spec["device"] == "cuda" else None)
+        print(f"repro: {self.spec['model']} built ({self.spec['weights']}) on {next(self.model.parameters()).device} "
+              f"in {time.time() - t0:.1f} s, threads={torch.get_num_threads()}", flush=True)
 
     def _body(self, row):
         body = row.get("data") if row.get("data") is not None else row.get("body")
@@ -82,7 +89,8 @@ class ReproHandler:
         out = []
         for row in data:
             result = self._one(self._body(row))
-            result.update(model=self.spec["model"], weights=self.spec["weights"], tokenizer=self.spec["tokenizer"])
+            result.setdefault("tokenizer", self.spec["tokenizer"])  # BART: the one that really tokenised
+            result.update(model=self.spec["model"], weights=self.spec["weights"], device=self.spec["device"])
             out.append(json.dumps(result))
         return out
 

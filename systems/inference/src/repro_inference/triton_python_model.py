@@ -29,6 +29,7 @@ class TritonPythonModel:
             self.spec["threads"] = int(os.environ["REPRO_THREADS"])
         elif "threads" in params:
             self.spec["threads"] = int(params["threads"]["string_value"])
+        self.spec["device"] = os.environ.get("REPRO_DEVICE", "cpu")  # servers.py --device (cuda fails without a GPU)
         if self.spec["framework"] == "torch":
             import torch
             from repro_inference import torch_models as tm
@@ -40,6 +41,11 @@ class TritonPythonModel:
             from repro_inference import tf_models as tfm
 
             tfm.pin_threads(self.spec)
+            if self.spec["device"] == "cuda":
+                import tensorflow as tf
+                from repro_inference import device as dev
+
+                dev.require("cuda", probe=lambda: tf.config.list_physical_devices("GPU"))
             fn = tfm.load_signature(os.path.join(here, "savedmodel"))
             self._run = lambda x: fn(INPUT__0=x)["OUTPUT__0"].numpy()
         self.kind = np.array([[KIND.encode()]], dtype=np.object_)

@@ -53,7 +53,8 @@ def test_server_and_locust_run_on_different_slurm_nodes(snake, workspace):
     res = workspace / "results/inference"
     nodes_seen = set()
     for u in (1, 2):
-        rec = json.loads((res / f"raw/experiment~serve/server~tfserving/model~resnet50/users~{u}/rep~0.json").read_text())
+        raw = res / f"raw/experiment~serve/server~tfserving/model~resnet50/users~{u}/rep~0.json"
+        rec = json.loads(raw.read_text())
         ex = rec["extra"]
         assert rec["status"] == "ok" and ex["placement"]["launcher"] == "slurm"
         nodes = ex["placement"]["nodes"]
