@@ -822,6 +822,11 @@ static void *m_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
                       "mounting without it");
         }
     }
+    if (C.splice) { /* read replies by vmsplice + splice; write requests through a pipe */
+        unsigned want = FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ;
+        conn->want |= want & conn->capable;
+        C.splice = (conn->want & FUSE_CAP_SPLICE_WRITE) ? 2 : 1;
+    }
     G_conn = conn;
     if (C.verbose)
         memfs_log("max_write=%u max_read=%u max_readahead=%u max_background=%u",
@@ -896,6 +901,8 @@ static void usage(FILE *f)
             "                          writeback cache batches small writes into requests\n"
             "                          of up to 1 MiB; close() still stores everything;\n"
             "                          data files opened for reading use direct I/O\n"
+            "  --splice                variant (ours): ask for splice in both directions\n"
+            "                          (read replies vmspliced from the stripe buffer)\n"
             "  --verbose               log FUSE connection parameters\n"
             "  -h, --help              this help (followed by FUSE's options)\n"
             "  -V, --version           version\n"
@@ -1047,6 +1054,7 @@ int main(int argc, char **argv)
             if (!strcmp(a, "--verbose")) { C.verbose = 1; continue; }
             if (!strcmp(a, "--direct-io")) { C.direct_io = 1; continue; }
             if (!strcmp(a, "--writeback-cache")) { C.writeback_cache = 1; continue; }
+            if (!strcmp(a, "--splice")) { C.splice = 1; continue; }
             if (!strcmp(a, "-h") || !strcmp(a, "--help")) help = 1;
             if (!strcmp(a, "-V") || !strcmp(a, "--version"))
                 printf("memfs %s (libmemcached %s)\n", MEMFS_VERSION, LIBMEMCACHED_VERSION_STRING);

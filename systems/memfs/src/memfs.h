@@ -27,6 +27,8 @@ typedef struct {
     int         direct_io;   /* --direct-io (ours, not the paper's): no page cache */
     int         writeback_cache; /* --writeback-cache (ours, not the paper's): asked for;
                                     2 once the kernel granted FUSE_CAP_WRITEBACK_CACHE */
+    int         splice;      /* --splice (ours, not the paper's): replies through splice
+                                (FUSE_CAP_SPLICE_WRITE|MOVE); 2 once granted */
     size_t      readahead;   /* kernel readahead of the mount (bdi read_ahead_kb),
                                 bytes; 0 = leave the kernel's default (128 KiB) */
     /* the FUSE connection as negotiated (refreshed when the stats are read) */

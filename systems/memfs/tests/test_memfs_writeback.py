@@ -145,3 +145,17 @@ def test_writeback_reader_with_old_cached_size(wb):
     time.sleep(3.0)   # past attr_timeout (1 s) + memfs's own 1 s stale-size window
     with open(c.p("late"), "rb") as f:
         assert f.read() == data
+
+
+def test_splice_variant_reads_back_exactly(cluster):
+    """--splice (our variant): replies vmspliced from the stripe buffers, writes through a pipe; the bytes
+    written on one mount read back exactly on another with it, whole and by random preads."""
+    srv = cluster.servers(2)
+    a = cluster.mount(srv, "--splice", name="SA")
+    b = cluster.mount(srv, "--splice", "--direct-io", name="SB")
+    size = 5 * MiB + 4321
+    data = payload(size, seed=7)
+    write_syscalls(a.p("s"), data, MiB)
+    assert read_file(b.p("s")) == data and read_file(a.p("s")) == data
+    check_random_preads(b.p("s"), data)
+    assert a.stats()["fuse"]["splice"] == 1 and b.stats()["fuse"]["splice"] == 1

@@ -9,8 +9,10 @@ every transfer size T, operation and stream count S of ``fuse_gap.transfers``, i
 (the order of the systems rotates with the repeat, so none is always first):
 
 * **raw memcached** (the backend limit): ``mcbench`` with S threads (the same number of concurrent
-  streams), values of MemFS's stripe size (what MemFS stores per round trip), the same bytes;
-  ``set`` for writes, ``get`` for reads;
+  streams) and, where more, with MemFS's pool size (``memcached_inflight``, default memfs.threads: the
+  stripe requests one MemFS stream keeps in flight, which a sequential mcbench thread does not), values of
+  MemFS's stripe size and of ``memcached_values``, the same bytes; the fastest is the limit (each try is
+  kept; ``memcached_same_streams_mib_s`` is the S-thread one); ``set`` for writes, ``get`` for reads;
 * **the FUSE ceiling** (``tools/fuseceiling``, no backend) and **MemFS**, each with every variant's mount
   options (the ceiling gets the variant's matching options: same request sizes, direct I/O, writeback
   cache): S concurrent ``dd`` streams of block size T, write (a new file each, close included) then read
@@ -62,6 +64,7 @@ DEFAULTS = {
     "reps": 5,
     "cpus": "",
     "memcached_values": ["512KiB", "1MiB"],
+    "memcached_inflight": 0,
     "transfers": [
         {"size": "1MiB", "ops": ["write", "read"], "streams": [1, 8], "bytes": "256MiB"},
         {"size": "4KiB", "ops": ["write"], "streams": [1, 8], "bytes": "32MiB"},
@@ -71,6 +74,9 @@ DEFAULTS = {
         {"name": "direct-io", "memfs": ["--direct-io"], "ceiling": ["--direct-io"]},
         {"name": "writeback-cache", "memfs": ["--writeback-cache"],
          "ceiling": ["--writeback-cache", "--direct-io-read"]},
+        {"name": "stripe-1m", "memfs": ["--stripe-size", "1m"], "ceiling": ["--max-read", "1m"]},
+        {"name": "direct-io-stripe-1m", "memfs": ["--direct-io", "--stripe-size", "1m"], "ceiling": ["--direct-io"]},
+        {"name": "splice", "memfs": ["--splice"], "ceiling": ["--max-read", "512k", "--splice", "all"]},
     ],
 }
 
@@ -319,6 +325,9 @@ def run_job(cfg: dict, rep: int) -> dict:
     # raw memcached at MemFS's stripe size and at every other value size asked for (a variant with larger
     # stripes): the limit is the fastest, so it bounds every variant
     values = sorted({stripe, *(size_bytes(v) for v in g["memcached_values"])})
+    # ... and at the stripe requests MemFS keeps in flight (its pool: one dd stream still has up to that many
+    # gets or sets outstanding; one sequential mcbench thread is latency-bound and no bound for it)
+    inflight = int(g.get("memcached_inflight") or cfg.get("memfs", {}).get("threads", 8))
     bins = binaries(cfg)
     rec = {"experiment": "fusegap", "rep": rep, "host": socket.gethostname(), "nproc": os.cpu_count(),
            "cpus": g["cpus"], "config": g, "stripe_size": stripe, "binaries": bins,
@@ -344,12 +353,15 @@ def run_job(cfg: dict, rep: int) -> dict:
                         if kind == "mcbench":
                             rs = []
                             for op in tr["ops"]:
-                                tries = [mcbench(bins, sv.servers, "set" if op == "write" else "get", S,
+                                tries = [mcbench(bins, sv.servers, "set" if op == "write" else "get", th,
                                                  min(v, per_stream), per_stream * S, prefix,
-                                                 [p.pid for p in sv.procs]) for v in values]
-                                r = max(tries, key=lambda x: x["mib_s"])  # the limit: the fastest value size
-                                r["tries"] = [{k: t[k] for k in ("value_size", "mib_s", "seconds", "loadavg")}
-                                              for t in tries]
+                                                 [p.pid for p in sv.procs])
+                                         for th in sorted({S, max(S, inflight)}) for v in values]
+                                same = [t for t in tries if t["threads"] == S]
+                                r = max(tries, key=lambda x: x["mib_s"])  # the limit: the fastest
+                                r["same_streams_mib_s"] = max(t["mib_s"] for t in same)
+                                keep = ("threads", "value_size", "mib_s", "seconds", "loadavg")
+                                r["tries"] = [{k: t[k] for k in keep} for t in tries]
                                 r.update(system="memcached", variant="", op=op)
                                 rs.append(r)
                         else:
@@ -402,6 +414,7 @@ def run_rows(records: list[dict]) -> list[dict]:
                 "ceiling_options": " ".join(c["options"]) if c else "",
                 "memcached_value_size": lim["value_size"] if lim else math.nan,
                 "memcached_threads": lim["threads"] if lim else math.nan,
+                "memcached_same_streams_mib_s": lim.get("same_streams_mib_s", lim["mib_s"]) if lim else math.nan,
                 "bytes": m["bytes"], "memfs_mib_s": m["mib_s"], "memcached_mib_s": mc_bw, "ceiling_mib_s": c_bw,
                 "composite_mib_s": comp, "ratio_memcached": _div(m["mib_s"], mc_bw),
                 "ratio_ceiling": _div(m["mib_s"], c_bw), "ratio_composite": _div(m["mib_s"], comp),
@@ -492,10 +505,13 @@ def gap_table(rows: list[dict]) -> list[dict]:
         v, why = verdict(ratios, tr)
         used = limit_used(ratios)
         bad = v == MEASUREMENT_ERROR
+        thr = sorted({r["memcached_threads"] for r in rs if r["memcached_threads"] == r["memcached_threads"]})
         row = {"path": op, "streams": s, "transfer": tr, "variant": var, "reps": len(rs),
-               "memcached_threads": rs[0]["memcached_threads"], "memcached_value_size": rs[0]["memcached_value_size"],
+               "memcached_threads": "/".join(str(int(t)) for t in thr),
+               "memcached_value_size": rs[0]["memcached_value_size"],
                "memfs_options": rs[0]["memfs_options"], "ceiling_options": rs[0]["ceiling_options"]}
-        for col in ("memfs_mib_s", "memcached_mib_s", "ceiling_mib_s", "composite_mib_s"):
+        for col in ("memfs_mib_s", "memcached_mib_s", "memcached_same_streams_mib_s", "ceiling_mib_s",
+                    "composite_mib_s"):
             lo, med, hi = _mmm([r[col] for r in rs])
             row.update({f"{col}_min": lo, f"{col}_median": med, f"{col}_max": hi})
         for n in ("memcached", "ceiling", "composite", "pipelined"):
