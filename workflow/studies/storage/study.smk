@@ -129,8 +129,9 @@ register_study(
         "run_local": "about 9 min on 2 shared cores: 538 s of job time, 8 min 39 s wall measured "
         "(3 stacks x 2 benchmarks x 2 repeats, Ceph up ~20 s per job, plus fio and the ceiling)",
         "analysis_local": "< 1 min",
-        "run_cluster": "3 stacks x (42 COSBench workloads of 60 s + mdtest -n 1000000) x 3 repeats: "
-        "about 3 h of job time per stack and repeat",
+        "run_cluster": "per stack and repeat: 42 COSBench workloads of 60 s (about 1 h) + mdtest -n 1000000 "
+        "-i 3 at 1, 4 and 16 tasks (hours; not measured); Ceph and JuiceFS, Lustre+MinIO only with "
+        "paths.lustre_dir, 3 repeats",
     },
     benchmarks=[
         st_bench(f"storage_{j['benchmark']}_run", stack=j["stack"], rep=j["rep"])
