@@ -104,9 +104,10 @@ rule storage_limit_run:
     params:
         exec=system_exec("minio"),
         cfg=lambda wc: study_json("storage"),
+        launcher_kind=LAUNCHER,
     shell:
         "({params.exec} python3 -m studies.storage.run limit --config {params.cfg}"
-        " --limit {wildcards.limit} --rep {wildcards.rep}) > {log} 2>&1"
+        " --limit {wildcards.limit} --rep {wildcards.rep} --launcher {params.launcher_kind}) > {log} 2>&1"
 
 
 rule storage_aggregate:

@@ -369,7 +369,28 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, al
             shutil.rmtree(work / "lustre-standin-s3", ignore_errors=True)
 
 
-def run_limit(cfg: dict, limit: str, rep: int) -> int:
+def fio_argv(cfg: dict, directory: Path, out: Path, prefix: list[str]) -> list[str]:
+    """tools/fio's runner on `directory` (behind `prefix`: an srun step on a system node on a cluster)."""
+    lim = cfg["limit"]
+    return [*prefix, sys.executable, "-m", "tools.fio.runner", "--directory", str(directory), "--out", str(out),
+            "--sizes", ",".join(lim["fio_sizes"]), "--file-size", lim["fio_file_size"],
+            "--runtime", str(lim["fio_runtime"])]
+
+
+def fio_place(cfg: dict, alloc) -> tuple[Path, list[str], str]:
+    """Where fio measures: the Lustre directory where one is named (a shared file system, from the
+    driver), else the node-local work_dir of the first system node -- where the stacks' data sit on
+    several hosts (an srun step there) -- or of this host."""
+    pl = placement.plan(alloc)
+    lustre = cfg["paths"].get("lustre_dir")
+    base = Path(lustre or cfg["paths"]["work_dir"])
+    if pl.multi_host and not lustre:
+        node = alloc.system_nodes[0]
+        return base, alloc.step(node, name="fio-limit"), node.name
+    return base, [], alloc.driver.name
+
+
+def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=None) -> int:
     lim = cfg["limit"]
     raw = layout.limit_path(limit, rep)
     out = Path(layout.tool_dir(raw))
@@ -385,17 +406,39 @@ def run_limit(cfg: dict, limit: str, rep: int) -> int:
             from tools.fio import parse as fparse
             from tools.fio import runner as frunner
 
-            d = Path(cfg["paths"]["lustre_dir"] or cfg["paths"]["work_dir"]) / f"fio-{os.getpid()}"
-            d.mkdir(parents=True, exist_ok=True)
+            alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
+            base, prefix, node = fio_place(cfg, alloc)
+            d = base / f"fio-{os.getpid()}"
+            say(f"fio on {node}:{d} sizes={lim['fio_sizes']} rep={rep}")
             try:
-                say(f"fio on {d} sizes={lim['fio_sizes']} rep={rep}")
-                files = frunner.run_all(d, out, lim["fio_sizes"], lim["fio_file_size"], lim["fio_runtime"])
+                if prefix:  # on a system node: its node-local disk, where the stacks' data sit
+                    from systems.storage_common.daemons import WHERE
+
+                    subprocess.run([*prefix, "mkdir", "-p", str(d)], check=True, capture_output=True, timeout=120)
+                    where = subprocess.run([*prefix, sys.executable, str(WHERE), "probe", str(d)], capture_output=True,
+                                           text=True, timeout=120).stdout
+                    r = subprocess.run(fio_argv(cfg, d, out, prefix), capture_output=True, text=True, timeout=7200)
+                    (out / "fio-runner.log").write_text(r.stdout + r.stderr)
+                    if r.returncode != 0:
+                        raise RuntimeError(f"fio on {node} exit {r.returncode}: {r.stderr[-2000:]}")
+                    files = sorted(out.glob("*~*.json"))
+                    measured = json.loads(where.splitlines()[0]) if where.strip() else {}
+                else:
+                    d.mkdir(parents=True, exist_ok=True)
+                    from systems.storage_common.where import mount_of, record
+
+                    measured = {**record(), "mount": mount_of(str(d))}
+                    files = frunner.run_all(d, out, lim["fio_sizes"], lim["fio_file_size"], lim["fio_runtime"])
             finally:
-                shutil.rmtree(d, ignore_errors=True)
+                if prefix:
+                    subprocess.run([*prefix, "rm", "-rf", str(d)], capture_output=True, timeout=300)
+                else:
+                    shutil.rmtree(d, ignore_errors=True)
             for row in fparse.parse_files(files):
                 rec["metrics"].append(rawio.metric(row["metric"], row["value"], row["unit"], rw=row["rw"],
                                                    bs=row["bs"], direct=str(row["direct"])))
-            rec["extra"] = {"directory": str(d.parent)}
+            rec["extra"] = {"directory": str(d.parent), "placement": {"node": node, "measured": measured,
+                                                                       "allocation": alloc.as_dict()}}
         else:
             say(f"ceiling sizes={lim['ceiling_sizes']} workers={lim['ceiling_workers']} rep={rep}")
             cmd = [str(DRIVER), "ceiling", "--sizes", ",".join(lim["ceiling_sizes"]), "--workers",
@@ -438,7 +481,7 @@ def main(argv=None) -> int:
         return run_stack(cfg, a.stack, a.benchmark, a.rep, a.launcher)
     if not a.limit:
         ap.error("limit needs --limit")
-    return run_limit(cfg, a.limit, a.rep)
+    return run_limit(cfg, a.limit, a.rep, a.launcher)
 
 
 if __name__ == "__main__":

@@ -149,3 +149,18 @@ def test_cosbench_metrics_from_a_cosbench_042_archive_csv(tmp_path):
     assert rawio.value(rec, "avg_res_time", op="all") == pytest.approx((8000 * 20 + 2000 * 50) / 10000)
     assert rawio.value(rec, "op_count", op="all") == 10000
     assert rawio.value(rec, "bandwidth", op="write") == 33330000
+
+
+def test_fio_measures_where_the_stacks_data_sit():
+    """fio, the limit: on several hosts on the first system node's node-local work_dir (an srun step
+    there), on the Lustre directory where one is named, else here."""
+    cfg = section(local=False)
+    base, prefix, node = srun.fio_place(cfg, cluster())
+    assert node == "c1" and "--nodelist=c1" in prefix and base == Path(cfg["paths"]["work_dir"])
+    argv = srun.fio_argv(cfg, base / "fio-1", Path("out"), prefix)
+    assert argv[:len(prefix)] == prefix and argv[len(prefix) + 1:len(prefix) + 3] == ["-m", "tools.fio.runner"]
+    assert "--sizes" in argv and argv[argv.index("--sizes") + 1] == ",".join(cfg["limit"]["fio_sizes"])
+    lustre = section(local=False, paths={"lustre_dir": "/lustre/p"})
+    assert srun.fio_place(lustre, cluster())[:2] == (Path("/lustre/p"), [])
+    local = Allocation(launcher="local", job_id=None, nodes=(Node("h", "h", "127.0.0.1", 2),))
+    assert srun.fio_place(cfg, local) == (Path(cfg["paths"]["work_dir"]), [], "h")
