@@ -72,20 +72,29 @@ def _counts(out):
 def test_plans(snake, workspace):
     on = workspace / "inference-on.yaml"
     on.write_text("inference: {enabled: true}\n")
-    full = snake("-n", "inference", "--profile", "profiles/slurm", "--configfile", "config/config.yaml", str(on),
-                 timeout=300).stdout
+    full = snake("-n", "-p", "inference", "--profile", "profiles/slurm", "--configfile", "config/config.yaml",
+                 str(on), timeout=300).stdout
     c = _counts(full)
     assert c.get("inference_serve") == 60, full[-3000:]
     assert c.get("inference_raw_rate") == 35 and c.get("inference_ceiling") == 5 and c.get("inference_prepare") == 1
     assert "--gres=gpu:1" in full and "nodes=2" in full  # n+1: driver + server node with its GPU
     for image in ("torchserve", "triton", "tfserving", "inference-tf", "locust"):
         assert f"containers/sif/{image}.sif" in full, image
+    # every GPU step: the server's / framework's image with --nv, the job with --gres, the config with cuda
+    serve = [ln for ln in full.splitlines() if "--what serve" in ln]
+    raw = [ln for ln in full.splitlines() if "--what raw_rate" in ln]
+    assert len(serve) == 60 and len(raw) == 35
+    for ln in serve + raw:
+        assert "apptainer exec --nv" in ln and '"device": "cuda"' in ln, ln[:400]
+    for ln in serve:  # Locust's image (the driver) is not a GPU step
+        assert "--driver-exec 'apptainer exec --bind" in ln, ln[:400]
+    assert not [ln for ln in full.splitlines() if "--what ceiling" in ln and "--nv" in ln]
     local = snake("-n", "inference", "--profile", "profiles/local", "--configfile", "config/local.yaml", str(on),
                   timeout=300).stdout
     c = _counts(local)
     assert c.get("inference_serve") == 9 and c.get("inference_raw_rate") == 5, local[-3000:]
     assert c.get("inference_claims") == 1 and c.get("inference_figure") == 4 and c.get("inference_table") == 2
-    assert "--gres" not in local
+    assert "--gres" not in local and "--nv" not in local
     bad = workspace / "inference-bad.yaml"
     bad.write_text("inference: {kinds: {triton-pytorch: triton-python-tf}}\n")
     out = snake("-n", "inference", "--profile", "profiles/local", "--configfile", "config/local.yaml", str(bad),
