@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -903,6 +904,8 @@ static void usage(FILE *f)
             "                          data files opened for reading use direct I/O\n"
             "  --splice                variant (ours): ask for splice in both directions\n"
             "                          (read replies vmspliced from the stripe buffer)\n"
+            "  --keep-buffers          variant (ours): stripe buffers come from the heap and\n"
+            "                          freed memory is kept (no mmap/munmap and page faults per stripe)\n"
             "  --verbose               log FUSE connection parameters\n"
             "  -h, --help              this help (followed by FUSE's options)\n"
             "  -V, --version           version\n"
@@ -1055,6 +1058,7 @@ int main(int argc, char **argv)
             if (!strcmp(a, "--direct-io")) { C.direct_io = 1; continue; }
             if (!strcmp(a, "--writeback-cache")) { C.writeback_cache = 1; continue; }
             if (!strcmp(a, "--splice")) { C.splice = 1; continue; }
+            if (!strcmp(a, "--keep-buffers")) { C.keep_buffers = 1; continue; }
             if (!strcmp(a, "-h") || !strcmp(a, "--help")) help = 1;
             if (!strcmp(a, "-V") || !strcmp(a, "--version"))
                 printf("memfs %s (libmemcached %s)\n", MEMFS_VERSION, LIBMEMCACHED_VERSION_STRING);
@@ -1180,6 +1184,13 @@ int main(int argc, char **argv)
         fargv[fargc++] = "-o";
         fargv[fargc++] = mr_opt;
         opt_max_read = C.stripe_size;
+    }
+    if (C.keep_buffers) {
+        /* Stripe buffers (and libmemcached's values) are allocated per stripe and freed after the
+         * reply: above glibc's mmap threshold each is a fresh mapping whose pages fault in again,
+         * and freed heap tops are trimmed.  Keep them: serve them from the heap, never trim. */
+        mallopt(M_MMAP_THRESHOLD, 64 << 20);
+        mallopt(M_TRIM_THRESHOLD, 1 << 30);
     }
     tls_init();
     stats_init();

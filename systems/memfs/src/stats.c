@@ -72,7 +72,7 @@ char *stats_json(size_t *len)
               "\"open_files\":{\"read\":%" PRId64 ",\"write\":%" PRId64 "},"
               "\"fuse\":{\"max_write\":%u,\"max_read\":%u,\"max_readahead\":%u,"
               "\"max_background\":%u,\"read_ahead_kb\":%d,\"readahead_option\":%zu,"
-              "\"direct_io\":%d,\"writeback_cache\":%d,\"splice\":%d}",
+              "\"direct_io\":%d,\"writeback_cache\":%d,\"splice\":%d,\"keep_buffers\":%d}",
               C.policy == PLACE_LOCALITY ? "locality" : "symmetric", esc, C.local,
               dist_name(C.dist), C.dist == DIST_CONSISTENT ? "md5-ketama" : hash_name(C.hash), C.stripe_size, C.buffer_size, C.threads, C.timeout_ms,
               (int64_t)time(NULL), reset_time,
@@ -80,7 +80,7 @@ char *stats_json(size_t *len)
               __atomic_load_n(&G_open_write, __ATOMIC_RELAXED),
               C.fuse_max_write, C.fuse_max_read, C.fuse_max_readahead, C.fuse_max_background,
               C.fuse_read_ahead_kb, C.readahead, C.direct_io,
-              C.writeback_cache == 2, C.splice == 2);
+              C.writeback_cache == 2, C.splice == 2, C.keep_buffers);
     const char *cur = NULL;
     for (size_t i = 0; i < sizeof DESC / sizeof DESC[0]; i++) {
         if (!cur || strcmp(cur, DESC[i].group)) {

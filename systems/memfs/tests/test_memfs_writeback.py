@@ -159,3 +159,16 @@ def test_splice_variant_reads_back_exactly(cluster):
     assert read_file(b.p("s")) == data and read_file(a.p("s")) == data
     check_random_preads(b.p("s"), data)
     assert a.stats()["fuse"]["splice"] == 1 and b.stats()["fuse"]["splice"] == 1
+
+
+def test_keep_buffers_variant_reads_back_exactly(cluster):
+    """--keep-buffers (our variant): glibc keeps freed stripe buffers; the bytes are unchanged."""
+    srv = cluster.servers(2)
+    a = cluster.mount(srv, "--keep-buffers", "--stripe-size", "1m", name="KA")
+    b = cluster.mount(srv, "--keep-buffers", "--direct-io", "--stripe-size", "1m", name="KB")
+    size = 6 * MiB + 99
+    data = payload(size, seed=8)
+    write_syscalls(a.p("k"), data, MiB)
+    assert read_file(b.p("k")) == data and read_file(a.p("k")) == data
+    check_random_preads(b.p("k"), data)
+    assert a.stats()["fuse"]["keep_buffers"] == 1

@@ -77,6 +77,8 @@ DEFAULTS = {
         {"name": "stripe-1m", "memfs": ["--stripe-size", "1m"], "ceiling": ["--max-read", "1m"]},
         {"name": "direct-io-stripe-1m", "memfs": ["--direct-io", "--stripe-size", "1m"], "ceiling": ["--direct-io"]},
         {"name": "splice", "memfs": ["--splice"], "ceiling": ["--max-read", "512k", "--splice", "all"]},
+        {"name": "direct-io-stripe-1m-keep", "memfs": ["--direct-io", "--stripe-size", "1m", "--keep-buffers"],
+         "ceiling": ["--direct-io"]},
     ],
 }
 
@@ -203,13 +205,13 @@ class MemfsMount:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def proc_cpu(pids) -> float:
-    """utime + stime (all threads) of running processes, in seconds."""
+def proc_cpu(pids, minflt=False) -> float:
+    """utime + stime (all threads) of running processes, in seconds (or their minor page faults)."""
     t = 0.0
     for pid in pids:
         try:
             f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            t += (int(f[11]) + int(f[12])) / _TICK
+            t += int(f[7]) if minflt else (int(f[11]) + int(f[12])) / _TICK
         except (OSError, IndexError, ValueError):
             pass
     return t
@@ -229,11 +231,13 @@ class CpuMeter:
 
     def __enter__(self):
         self.c0, self.d0, self.s0 = children_cpu(), proc_cpu(self.d), proc_cpu(self.s)
+        self.f0 = proc_cpu(self.d, minflt=True)
         return self
 
     def __exit__(self, *exc):
         self.cpu = {"client": children_cpu() - self.c0, "daemon": proc_cpu(self.d) - self.d0,
                     "servers": proc_cpu(self.s) - self.s0}
+        self.daemon_minflt = proc_cpu(self.d, minflt=True) - self.f0
 
 
 def flat(d, prefix="", out=None) -> dict:
@@ -278,6 +282,7 @@ def fs_streams(root: Path, stats, op, bs, streams, per_stream, prefix, daemon_pi
         r = fc.run_streams(paths, op, bs, per_stream, prefix=prefix)
     r["counters"] = delta(before, stats())
     r["cpu"] = cm.cpu
+    r["daemon_minflt"] = cm.daemon_minflt
     r["loadavg_after"] = fc.loadavg()
     return r
 
@@ -445,6 +450,7 @@ def _cpu_cols(m, lim, c) -> dict:
            "memcached_cpu_s_per_gib": _cpu_per_gib(lim, ("client", "servers"))}
     out["composite_cpu_s_per_gib"] = out["ceiling_cpu_s_per_gib"] + out["memcached_cpu_s_per_gib"]
     out["memfs_extra_cpu_s_per_gib"] = out["memfs_cpu_s_per_gib"] - out["composite_cpu_s_per_gib"]
+    out["memfs_daemon_faults_per_gib"] = _div(m.get("daemon_minflt", math.nan), m["bytes"] / (1 << 30))
     return out
 
 
@@ -525,7 +531,8 @@ def gap_table(rows: list[dict]) -> list[dict]:
         row.update({"limit_used": used, "ratio_limit_min": math.nan if bad else lo,
                     "ratio_limit_median": math.nan if bad else med, "ratio_limit_max": math.nan if bad else hi})
         for col in ("memfs_cpu_s_per_gib", "memfs_daemon_cpu_s_per_gib", "ceiling_cpu_s_per_gib",
-                    "memcached_cpu_s_per_gib", "composite_cpu_s_per_gib", "memfs_extra_cpu_s_per_gib"):
+                    "memcached_cpu_s_per_gib", "composite_cpu_s_per_gib", "memfs_extra_cpu_s_per_gib",
+                    "memfs_daemon_faults_per_gib"):
             row[col] = _mmm([r.get(col, math.nan) for r in rs])[1]
         row.update({"verdict": v, "target": f">= {TARGET:g}x the limit in use (median)" if tr in TARGET_SIZES else "",
                     "invalid_ratios": why,
