@@ -116,3 +116,8 @@ def test_records_are_matched_to_their_job_by_wildcards():
     m = rh.match_job("results/mpifuse/raw/source~home/nodes~1/size~1KB/rep~0/osr.json", {}, jobs, NAMES)
     assert m["job_id"] == "31"
     assert rh.match_job("results/mpifuse/raw/source~scratch/nodes~1/size~1KB/rep~0/osr.json", {}, jobs, NAMES) is None
+    # a path with more parts than the rule's wildcards (one file per variant of one job)
+    m = rh.match_job("results/mpifuse/failed/source~home/variant~osr/nodes~3/size~1KB/rep~0.json", {}, jobs, NAMES)
+    assert m["job_id"] == "30"
+    assert rh.match_job("results/mpifuse/failed/source~home/variant~osr/nodes~2/size~1KB/rep~0.json", {}, jobs,
+                        NAMES) is None

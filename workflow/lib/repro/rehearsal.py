@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
 import os
 import re
@@ -155,8 +156,11 @@ def match_job(relpath: str, rec: dict, jobs: list[dict], node_names: set[str]) -
     if not vals:
         return None
     study = Path(relpath).parts[1]
-    cands = [j for j in jobs if j["rule"].startswith(study + "_")
-             and all(re.search(rf"(^|_){re.escape(v)}(_|$)", j["wildcards"]) for v in vals)]
+    # Snakemake's Comment joins the rule's wildcard values with "_"; a record's path may hold more
+    # key~value parts than the rule's wildcards (one job writing a file per variant): a job matches
+    # when its wildcards are the "_"-join of an in-order subsequence of the path's values
+    joins = {"_".join(c) for r in range(1, len(vals) + 1) for c in itertools.combinations(vals, r)}
+    cands = [j for j in jobs if j["rule"].startswith(study + "_") and j["wildcards"] in joins]
     return max(cands, key=lambda j: int(j["job_id"])) if cands else None
 
 
