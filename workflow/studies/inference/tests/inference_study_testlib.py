@@ -62,7 +62,8 @@ def paper_like() -> dict:
     return d
 
 
-def tidy_df(data: dict, reps: int = 2) -> pd.DataFrame:
+def tidy_df(data: dict, reps: int = 2, real: bool = False) -> pd.DataFrame:
+    """real=True: every server's rows as the cluster's real servers (system_kind real), else the local kinds."""
     rows = []
     for (exp, server_or_fw, model, users), vals in data.items():
         for rep in range(reps):
@@ -74,7 +75,7 @@ def tidy_df(data: dict, reps: int = 2) -> pd.DataFrame:
             else:
                 params.update(users=users)
             raw = "results/inference/raw/" + "/".join(f"{k}~{x}" for k, x in params.items()) + f"/rep~{rep}.json"
-            kind = KIND[server_or_fw] if exp == "serve" else "real"
+            kind = KIND[server_or_fw] if exp == "serve" and not real else "real"
             base = {"study": "inference", "server": "", "model": "", "framework": "", "users": None, **params,
                     "rep": rep, "system_kind": kind, "raw_file": raw, "weights": "random-from-config",
                     "reason": "", "failure": ""}

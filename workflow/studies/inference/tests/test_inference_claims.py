@@ -7,8 +7,10 @@ import pytest
 from studies.inference import claims as ic
 
 
-def _verdicts(data, builder, **cfg_over) -> dict:
-    return {c.claim_id: c for c in builder(tl.tidy_df(data), tl.published(), tl.section(**cfg_over))}
+def _verdicts(data, builder, real=True, local=False, **cfg_over) -> dict:
+    """Verdicts on the cluster's real rows with the cluster's tolerances (local=True: config/local.yaml's)."""
+    return {c.claim_id: c for c in builder(tl.tidy_df(data, real=real), tl.published(),
+                                           tl.section(local=local, **cfg_over))}
 
 
 def _is(server=None, model=None, users=None, exp="serve"):
@@ -17,15 +19,29 @@ def _is(server=None, model=None, users=None, exp="serve"):
 
 
 def test_every_shape_claim_holds_on_paper_like_data():
-    cl = ic.build(tl.tidy_df(tl.paper_like()), tl.published(), tl.section())
+    """The paper's own numbers (Table I, shaped over user counts) pass every claim at the cluster's tolerances."""
+    cl = ic.build(tl.tidy_df(tl.paper_like(), real=True), tl.published(), tl.section(local=False))
     shape = [c for c in cl if c.kind == "shape"]
-    assert len(shape) >= 15
+    assert len(shape) >= 22
     bad = [(c.claim_id, c.verdict, c.reproduced) for c in shape if c.verdict != "reproduced"]
     assert not bad, bad
     info = [c for c in cl if c.kind == "info"]
-    assert len(info) == 12  # Table I's numbers (the three BART gaps and TF Serving x Wav2Vec2 have none)
-    assert {c.system_kind for c in cl if c.claim_id.startswith("info_table1_resnet50_tfserving")} == \
-        {"stand-in:tfserving-rest-on-tf-python"}
+    # Table I's 12 numbers, Table II's 3 totals, "only TorchServe serves BART" (the others never tried)
+    assert len(info) == 12 + 3 + 1
+    assert all("tolerances: cluster:" in c.note for c in shape)
+
+
+def test_stand_ins_never_decide_a_cross_server_verdict():
+    """Locally (stand-in rows) a comparison between servers is informative, showing what it would read."""
+    cl = {c.claim_id: c for c in ic.build(tl.tidy_df(tl.paper_like()), tl.published(), tl.section())}
+    for cid in ("resnet50_torchserve_leads", "resnet50_tfserving_slowest", "resnet50_tfserving_highest_latency",
+                "resnet50_triton_pytorch_close", "truncated_order", "tf_models_half_of_best",
+                "wav2vec2_triton_excels", "latency_torchserve_lowest_resnet50"):
+        assert cl[cid].verdict == "informative" and "[would read: reproduced]" in cl[cid].reproduced, cid
+        assert "stand-in:" in cl[cid].system_kind
+    assert cl["plateau_resnet50"].verdict == "reproduced"  # per server: not imposed by a stand-in
+    assert cl["no_failed_requests"].verdict == "reproduced"
+    assert all("tolerances: local:" in c.note for c in cl.values() if c.kind == "shape")
 
 
 # (builder, claim id, how the data contradicts it)
@@ -43,8 +59,34 @@ CONTRADICTIONS = {
     "keeps_rising": (ic.throughput_plateaus, "plateau_wav2vec2_truncated",
                      lambda d: {k: ({**v, "throughput": v["throughput"] * k[3] / 10} if _is(
                          "triton-pytorch", "wav2vec2_truncated")(k) else v) for k, v in d.items()}),
-    "bart_fails_on_torchserve": (ic.bart_only_torchserve, "bart_only_torchserve",
+    "bart_fails_on_torchserve": (ic.bart_torchserve_serves, "bart_torchserve_serves",
                                  lambda d: tl.mutate(d, _is("torchserve", "bart"), whole="failed: HTTP 500: OOM")),
+    "triton_trails_far": (ic.resnet50_triton_pytorch_close, "resnet50_triton_pytorch_close",
+                          lambda d: tl.mutate(d, _is("triton-pytorch", "resnet50", 10), throughput=0.7)),
+    "leads_by_less_than_tolerance": (ic.resnet50_torchserve_leads, "resnet50_torchserve_leads",
+                                     lambda d: tl.mutate(d, _is("triton-pytorch", "resnet50"), throughput=1.07)),
+    "tfserving_not_slowest_at_10": (ic.resnet50_tfserving_slowest, "resnet50_tfserving_slowest",
+                                    lambda d: tl.mutate(d, _is("tfserving", "resnet50", 10), throughput=2.0)),
+    "tfserving_not_highest_latency": (ic.resnet50_tfserving_highest_latency, "resnet50_tfserving_highest_latency",
+                                      lambda d: tl.mutate(d, _is("tfserving", "resnet50", 100), latency_median=0.5)),
+    "triton_no_better_under_load": (ic.wav2vec2_triton_excels, "wav2vec2_triton_excels",
+                                    lambda d: tl.mutate(d, _is("triton-pytorch", "wav2vec2", 100), throughput=0.85)),
+    "triton_lead_shrinks_with_load": (ic.wav2vec2_triton_excels, "wav2vec2_triton_excels",
+                                      lambda d: tl.mutate(d, _is("triton-pytorch", "wav2vec2", 1), throughput=1.5)),
+    "triton_tf_as_fast": (ic.wav2vec2_triton_tf_half, "wav2vec2_triton_tf_half",
+                          lambda d: tl.mutate(d, _is("triton-tensorflow", "wav2vec2"), throughput=1.6)),
+    "truncated_tfserving_below_torchserve": (ic.truncated_order, "truncated_order",
+                                             lambda d: tl.mutate(d, _is("tfserving", "wav2vec2_truncated"),
+                                                                 throughput=0.7)),
+    "truncated_torchserve_first": (ic.truncated_order, "truncated_order",
+                                   lambda d: tl.mutate(d, _is("torchserve", "wav2vec2_truncated"), throughput=1.8)),
+    "tf_models_as_fast_as_best": (ic.tf_models_half_of_best, "tf_models_half_of_best",
+                                  lambda d: tl.mutate(tl.mutate(d, _is("tfserving"), throughput=2.3),
+                                                      _is("triton-tensorflow"), throughput=1.3)),
+    "latency_grows_beyond_queueing": (ic.latency_flat_at_low_load, "latency_queueing_resnet50",
+                                      lambda d: tl.mutate(d, _is("torchserve", "resnet50", 10), latency_median=2.0)),
+    "server_batches_under_load": (ic.latency_flat_at_low_load, "latency_queueing_wav2vec2",
+                                  lambda d: tl.mutate(d, _is("triton-pytorch", "wav2vec2", 10), latency_median=0.3)),
     "bart_served_by_triton": (ic.bart_only_torchserve, "bart_only_torchserve",
                               lambda d: tl.mutate(d, _is("triton-pytorch", "bart"),
                                                   whole={"throughput": 1.0, "failures": 0.0})),
@@ -67,17 +109,32 @@ CONTRADICTIONS = {
 @pytest.mark.parametrize("name", sorted(CONTRADICTIONS))
 def test_claim_fails_on_contradicting_data(name):
     builder, cid, change = CONTRADICTIONS[name]
-    assert _verdicts(tl.paper_like(), builder)[cid].verdict == "reproduced"
+    before = _verdicts(tl.paper_like(), builder)[cid]
+    if cid != "bart_only_torchserve":  # the paper's gaps: informative until another server is tried
+        assert before.verdict == "reproduced", (before.reproduced, before.published)
     c = _verdicts(change(tl.paper_like()), builder)[cid]
     assert c.verdict == "not reproduced", (c.reproduced, c.published)
 
 
-def test_usability_claim_reads_the_config_and_can_fail():
-    ok = _verdicts({}, ic.usability_torchserve_highest)["usability_torchserve_highest"]
-    assert ok.verdict == "reproduced" and "tied" in ok.reproduced  # Table II: 23 = 23
-    scores = {"torchserve": [4, 4, 4, 4, 4], "tfserving": [3, 3, 4, 5, 5], "triton": [4, 5, 5, 4, 5]}
-    bad = _verdicts({}, ic.usability_torchserve_highest, usability={"scores": scores})["usability_torchserve_highest"]
-    assert bad.verdict == "not reproduced", bad.reproduced
+def test_lead_tolerance_is_per_scale():
+    """A 7 % lead of Triton: beyond the cluster's 2 % (fails), within the 2 shared cores' 10 % -- where, on
+    stand-in rows, the verdict is informative anyway."""
+    d = tl.mutate(tl.paper_like(), _is("triton-pytorch", "resnet50"), throughput=1.07)
+    assert _verdicts(d, ic.resnet50_torchserve_leads)["resnet50_torchserve_leads"].verdict == "not reproduced"
+    assert _verdicts(d, ic.resnet50_torchserve_leads, local=True)["resnet50_torchserve_leads"].verdict == "reproduced"
+    assert tl.section(local=False)["claims"]["lead_tolerance"] < 104.10 / 99.74 - 1  # below the paper's margin
+
+
+def test_usability_and_bart_gaps_are_informative_never_a_verdict():
+    cl = _verdicts(tl.paper_like(), ic.usability_table2)
+    assert {c.verdict for c in cl.values()} == {"informative"} and len(cl) == 3
+    assert (cl["usability_total_torchserve"].reproduced, cl["usability_total_torchserve"].published) == (23, 23)
+    scores = {"torchserve": [1, 1, 1, 1, 1], "tfserving": [3, 3, 4, 5, 5], "triton": [4, 5, 5, 4, 5]}
+    cl = _verdicts({}, ic.usability_table2, usability={"scores": scores})
+    t = cl["usability_total_torchserve"]
+    assert t.verdict == "informative" and t.reproduced == 5
+    b = _verdicts(tl.paper_like(), ic.bart_only_torchserve)["bart_only_torchserve"]
+    assert b.verdict == "informative" and "not tried" in b.reproduced
 
 
 def test_missing_data_is_not_run_never_a_pass():
@@ -85,7 +142,7 @@ def test_missing_data_is_not_run_never_a_pass():
             "status", "failure", "reason", "system_kind", "weights", "raw_file"]
     empty = tl.tidy_df({}).reindex(columns=cols)
     for c in ic.build(empty, tl.published(), tl.section()):
-        if c.claim_id == "usability_torchserve_highest":  # from the config, not from runs
+        if c.claim_id.startswith("usability_total_"):  # from the config, not from runs: informative
             continue
         assert c.verdict == "not run", (c.claim_id, c.verdict)
 
