@@ -288,12 +288,12 @@ def fs_streams(root: Path, stats, op, bs, streams, per_stream, prefix, daemon_pi
 
 
 def measure_fs(kind, variant, binaries, servers, T, ops, S, per_stream, base: Path, prefix,
-               server_pids=()) -> list[dict]:
+               server_pids=(), memfs_base=()) -> list[dict]:
     """Write (then read back, if asked) S files of per_stream bytes through a fresh mount."""
     mnt = base / f"{kind}-{variant['name']}"
     if kind == "memfs":
-        ctx = MemfsMount(binaries["memfs"], servers, list(variant["memfs"]), mnt, prefix)
         opts = list(variant["memfs"])
+        ctx = MemfsMount(binaries["memfs"], servers, [*memfs_base, *opts], mnt, prefix)
     else:  # writes go into populated memory, as a file system recycling its buffers (no page faults timed)
         opts = list(variant["ceiling"])
         ctx = fc.Mount(mnt, ["--prealloc", f"{S}:{per_stream}", *opts], binary=binaries["fuseceiling"],
@@ -302,8 +302,12 @@ def measure_fs(kind, variant, binaries, servers, T, ops, S, per_stream, base: Pa
     with ctx as m:
         stats = m.stats
         for op in ["write", "read"]:
-            r = fs_streams(mnt, stats, op, T, S, per_stream, prefix, [m.proc.pid],
-                           server_pids if kind == "memfs" else ())
+            try:
+                r = fs_streams(mnt, stats, op, T, S, per_stream, prefix, [m.proc.pid],
+                               server_pids if kind == "memfs" else ())
+            except RuntimeError as exc:  # the daemon's own words with the failure
+                log = m.output() if kind == "memfs" else m.stderr()
+                raise RuntimeError(f"{kind} {variant['name']} {op} x{S}: {exc}; daemon log: {log[-1500:]}") from None
             if op in ops:
                 r.update(system=kind, variant=variant["name"], options=opts)
                 out.append(r)
@@ -333,6 +337,9 @@ def run_job(cfg: dict, rep: int) -> dict:
     # ... and at the stripe requests MemFS keeps in flight (its pool: one dd stream still has up to that many
     # gets or sets outstanding; one sequential mcbench thread is latency-bound and no bound for it)
     inflight = int(g.get("memcached_inflight") or cfg.get("memfs", {}).get("threads", 8))
+    # the study's MemFS settings (pool size, time-out) under every variant's own options
+    mf = cfg.get("memfs", {})
+    memfs_base = ["--threads", str(mf.get("threads", 8)), "--timeout-ms", str(mf.get("timeout_ms", 2000))]
     bins = binaries(cfg)
     rec = {"experiment": "fusegap", "rep": rep, "host": socket.gethostname(), "nproc": os.cpu_count(),
            "cpus": g["cpus"], "config": g, "stripe_size": stripe, "binaries": bins,
@@ -371,7 +378,7 @@ def run_job(cfg: dict, rep: int) -> dict:
                                 rs.append(r)
                         else:
                             rs = measure_fs(kind, v, bins, sv.servers, T, tr["ops"], S, per_stream, base, prefix,
-                                            [p.pid for p in sv.procs])
+                                            [p.pid for p in sv.procs], memfs_base)
                         for r in rs:
                             r.update(transfer=tr["size"], transfer_bytes=T, streams=S, bytes_per_stream=per_stream)
                             rec["measurements"].append(r)

@@ -151,6 +151,17 @@ def pairs(paths: list[str]) -> pd.DataFrame:
                    "load_start": (rec.get("load_start") or [math.nan])[0],
                    "load_end": (rec.get("load_end") or [math.nan])[0], "raw_file": str(p)}
             row["ratio"] = _div(row["memfs_bw"], row["limit_bw"])
+            # like for like (issue 22): the streams and transfer size of the MemFS phase, and the limit at the
+            # same number of streams (mcbench threads = the benchmark's processes per node) beside the limit
+            # at MemFS's in-flight stripe requests (its pool); the verdict uses the faster (an upper bound)
+            procs = side.get("procs_per_node", ex.get("procs_per_node"))
+            row["streams_per_node"] = procs
+            row["transfer_bytes"] = ex.get("record_bytes")
+            key = "set_bw" if op == "write" else "get_bw"
+            by_threads = {r.get("threads"): r.get(key) for r in side.get("runs", [])}
+            row["limit_same_streams_bw"] = float(by_threads.get(procs) or math.nan)
+            row["limit_inflight_bw"] = float(by_threads.get(side.get("pool_threads_per_node")) or math.nan)
+            row["ratio_same_streams"] = _div(row["memfs_bw"], row["limit_same_streams_bw"])
             # a node's elapsed time per MiB it moved (bandwidths are sums over the nodes): the scale the
             # summed counters (ms per MiB, over all threads and nodes) compare with
             n = int(par["nodes"])
@@ -160,7 +171,8 @@ def pairs(paths: list[str]) -> pd.DataFrame:
                 row[col] = fn(stats, op) if stats else math.nan
             row["other_counters_per_mib"] = other_counters(stats, op) if stats else ""
             rows.append(row)
-    cols = ["network", "nodes", "size", "rep", "op", "memfs_bw", "limit_bw", "ratio", "client_ms_per_mib",
+    cols = ["network", "nodes", "size", "rep", "op", "streams_per_node", "transfer_bytes", "memfs_bw", "limit_bw",
+            "ratio", "limit_same_streams_bw", "limit_inflight_bw", "ratio_same_streams", "client_ms_per_mib",
             "limit_ms_per_mib", "value_size", "threads_per_node",
             "bytes_per_node", "load_start", "load_end", "raw_file"] + [c for c, _, _ in BREAKDOWN] + [
             "other_counters_per_mib"]
@@ -212,21 +224,28 @@ def limit_table(pr: pd.DataFrame, df: pd.DataFrame, cfg: dict) -> pd.DataFrame:
             v = verdict(ratios, st["failed"])
             bad = v == MEASUREMENT_ERROR
             row = {"network": net, "nodes": n, "size": size, "op": op, "memfs_metric": mm,
-                   "limit": f"mcbench {lname} (same job)", "reps": len(sel),
+                   "limit": f"mcbench {lname} (same job; the faster of streams_per_node and MemFS's pool "
+                            f"threads per node; ratio_same_streams_median: against the same-streams run alone)",
+                   "reps": len(sel),
                    "reps_above_1": int(sum(r > VALID_MAX for r in ratios if not math.isnan(r))),
                    "verdict": v, "target": TARGET_TEXT,
                    # a measurement error is never reported as a result: the ratio columns stay blank
                    "ratio_min": math.nan if bad else rmin, "ratio_median": math.nan if bad else rmed,
                    "ratio_max": math.nan if bad else rmax,
                    "measured_ratios_invalid": "" if not bad else " / ".join(mc.fmt(r) for r in ratios)}
-            for name, col in (("memfs_bw", "memfs_bw"), ("limit_bw", "limit_bw")):
+            row["streams_per_node"] = sel["streams_per_node"].iloc[0] if len(sel) else ""
+            row["transfer_bytes"] = sel["transfer_bytes"].iloc[0] if len(sel) else ""
+            row["ratio_same_streams_median"] = _mmm(list(sel["ratio_same_streams"].astype(float)))[1]
+            for name, col in (("memfs_bw", "memfs_bw"), ("limit_bw", "limit_bw"),
+                              ("limit_same_streams_bw", "limit_same_streams_bw")):
                 lo, med, hi = _mmm(list(sel[col].astype(float)))
                 row.update({f"{name}_min": lo, f"{name}_median": med, f"{name}_max": hi})
             for col in ["client_ms_per_mib", "limit_ms_per_mib"] + [c for c, _, _ in BREAKDOWN]:
                 row[col] = _mmm(list(sel[col].astype(float)))[1]
             row["other_counters_per_mib"] = sel["other_counters_per_mib"].iloc[0] if len(sel) else ""
             first = sel.iloc[0] if len(sel) else {}
-            row.update({"value_size": first.get("value_size", ""), "threads_per_node": first.get("threads_per_node", ""),
+            row.update({"value_size": first.get("value_size", ""),
+                        "threads_per_node": first.get("threads_per_node", ""),
                         "bytes_per_node": first.get("bytes_per_node", ""),
                         "load_start_max": float(sel["load_start"].max()) if len(sel) else math.nan,
                         "load_end_max": float(sel["load_end"].max()) if len(sel) else math.nan,

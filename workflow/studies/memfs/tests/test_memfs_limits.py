@@ -148,7 +148,8 @@ def test_every_counter_memfs_writes_is_carried(tmp_path):
                                   "io": {"bytes_read": 2 * MIB, "read_calls": 16},
                                   "pool": {"wait_ns": 3000},
                                   "per_server": [{"index": 0, "bytes_get": MIB}, {"index": 1, "bytes_get": MIB}]}}]}
-    before = R.memfs_totals([{"mounts": [{"memfs": {"io": {"bytes_read": 0, "read_calls": 0}, "pool": {"wait_ns": 0}}}]}])
+    before = R.memfs_totals([{"mounts": [{"memfs": {"io": {"bytes_read": 0, "read_calls": 0},
+                                                    "pool": {"wait_ns": 0}}}]}])
     after = R.memfs_totals([node, node])  # two nodes
     d = R.stats_delta(before, after)
     assert d["io.bytes_read"] == 4 * MIB and d["pool.wait_ns"] == 6000 and d["per_server.bytes_get"] == 4 * MIB
@@ -190,3 +191,25 @@ def test_the_reading_follows_the_breakdown_not_a_fixed_text():
     assert "within timing noise" in L.reading(_row(verdict=L.MEASUREMENT_ERROR, client_ms_per_mib=6.7,
                                                    limit_ms_per_mib=7.2))
     assert L.reading(_row(client_ms_per_mib=float("nan"))) == ""
+
+
+def test_like_for_like_columns_name_streams_transfer_and_the_same_streams_limit(tmp_path):
+    """Issue 22: each ratio says its streams and transfer size; the limit at the same stream count is kept
+    beside the one at MemFS's pool size (the verdict uses the faster; the same-streams ratio is shown)."""
+    p = write_raw(tmp_path, "IPoIB", "128MiB", 0, 60, 70, 100, 100)
+    rec = rawio.read(p)
+    rec["extra"].update({"procs_per_node": 1, "record_bytes": 4096})
+    rec["extra"]["side_by_side_limit"].update({"procs_per_node": 1, "pool_threads_per_node": 8, "runs": [
+        {"threads": 1, "set_bw": 40.0, "get_bw": 50.0}, {"threads": 8, "set_bw": 100.0, "get_bw": 100.0}]})
+    rawio.write_json_atomic(p, rec)
+    pr = L.pairs([p])
+    w = pr[pr["op"] == "write"].iloc[0]
+    assert (w["streams_per_node"], w["transfer_bytes"]) == (1, 4096)
+    assert w["limit_same_streams_bw"] == 40.0 and w["limit_inflight_bw"] == 100.0
+    assert w["ratio"] == pytest.approx(0.6) and w["ratio_same_streams"] == pytest.approx(1.5)
+    r = pr[pr["op"] == "read11"].iloc[0]
+    assert r["ratio_same_streams"] == pytest.approx(70 / 50)
+    lim = L.limit_table(pr, tidy_of([p]), CFG)
+    row = lim[(lim["network"] == "IPoIB") & (lim["size"] == "128MiB") & (lim["op"] == "write")].iloc[0]
+    assert row["streams_per_node"] == 1 and row["ratio_same_streams_median"] == pytest.approx(1.5)
+    assert row["verdict"] == L.NOT_MET  # against the faster (in-flight) limit: 0.6
