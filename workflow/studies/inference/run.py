@@ -211,6 +211,24 @@ def device_problem(cfg: dict, measured: dict | None) -> str | None:
     return None
 
 
+def device_label(measured: dict | None) -> str:
+    """'cuda:NVIDIA H200' / 'cpu' (what the side measured), for the tidy table's device column."""
+    measured = measured or {}
+    if measured.get("device") == "cuda":
+        return f"cuda:{measured.get('gpu_name') or '?'}"
+    return measured.get("device") or "unknown"
+
+
+def gpu_metrics(gpu: dict, **labels) -> list[dict]:
+    """The GPU's sampled utilisation and memory as metrics beside the CPU figures (none without samples)."""
+    out = []
+    for name, key, unit in (("gpu_util_mean", "gpu_util_mean_pct", "%"), ("gpu_util_max", "gpu_util_max_pct", "%"),
+                            ("gpu_mem_used_max", "gpu_mem_used_max_mib", "MiB")):
+        if (gpu or {}).get("gpu_samples") and gpu.get(key) is not None:
+            out.append(rawio.metric(name, gpu[key], unit, **labels))
+    return out
+
+
 def gpu_window(samples: dict, gen: dict) -> dict:
     """The server node's GPU samples inside one Locust run's window (generator.json started_at/ended_at)."""
     sys.path.insert(0, str(INF_SRC))
@@ -402,6 +420,9 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
             bad += 1
             continue
         metrics, why, sanity = metrics_of_run(run_dir, weights)
+        for m in metrics:  # the device measured, in every row of the tidy table
+            m["labels"]["device"] = device_label(info.get("device"))
+        metrics += gpu_metrics(rec["extra"]["gpu"], weights=weights, device=device_label(info.get("device")))
         rec["metrics"], rec["sanity"] = metrics, sanity
         why = why or device_problem(cfg, info.get("device"))
         if why:
@@ -455,6 +476,7 @@ def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: P
         _progress(f"FAILED {raw}: " + text.strip().splitlines()[-1][:500] if text.strip() else f"FAILED {raw}")
         return 1
     r = json.loads(out.read_text())
+    dl = device_label(r.get("device"))
     rec["extra"].update(device_asked=cfg["device"], device=r.get("device", {}), gpu=r.get("gpu", {}),
                         tokenizer=r.get("tokenizer"), bart=r.get("bart"))
     problem = device_problem(cfg, r.get("device"))
@@ -463,13 +485,15 @@ def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: P
         _progress(f"FAILED {raw}: {problem}")
         return 1
     w = r["weights"]
-    rec["metrics"] = [rawio.metric("raw_rate", r["rate"], r["unit"], weights=w),
-                      rawio.metric("iterations", r["iterations"], "count", weights=w),
-                      rawio.metric("latency_median", r["latency_ms"]["median"], "ms", weights=w),
-                      rawio.metric("latency_mean", r["latency_ms"]["mean"], "ms", weights=w)]
+    rec["metrics"] = [rawio.metric("raw_rate", r["rate"], r["unit"], weights=w, device=dl),
+                      rawio.metric("iterations", r["iterations"], "count", weights=w, device=dl),
+                      rawio.metric("latency_median", r["latency_ms"]["median"], "ms", weights=w, device=dl),
+                      rawio.metric("latency_mean", r["latency_ms"]["mean"], "ms", weights=w, device=dl)]
     if r.get("bart", {}).get("bart_new_tokens"):
         toks = r["bart"]["bart_new_tokens"]
-        rec["metrics"].append(rawio.metric("new_tokens_per_request", sum(toks) / len(toks), "tokens", weights=w))
+        rec["metrics"].append(rawio.metric("new_tokens_per_request", sum(toks) / len(toks), "tokens", weights=w,
+                                           device=dl))
+    rec["metrics"] += gpu_metrics(r.get("gpu", {}), weights=w, device=dl)
     rec["sanity"] = {"iterations": r["iterations"], "seconds": r["seconds"]}
     rec["extra"].update(raw_rate_file=str(out), threads=r["threads"], batch=r["batch"], spec=r["spec"],
                         node=os.environ.get("SLURMD_NODENAME", ""))

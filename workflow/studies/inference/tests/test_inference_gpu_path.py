@@ -215,3 +215,17 @@ def test_bart_length_and_encodings_are_stated():
     assert layout.input_encoding("tfserving", "resnet50").startswith('JSON {"instances"')
     env = run.locust_env(tl.section(), "bart")
     assert "REPRO_BART_NEW_TOKENS=4" in env
+
+
+def test_the_measured_device_and_gpu_samples_become_columns():
+    assert run.device_label({"device": "cuda", "gpu_name": "NVIDIA H200"}) == "cuda:NVIDIA H200"
+    assert run.device_label({"device": "cpu"}) == "cpu" and run.device_label(None) == "unknown"
+    g = {"gpu_samples": 3, "gpu_util_mean_pct": 8.8, "gpu_util_max_pct": 14.0, "gpu_mem_used_max_mib": 1485.9}
+    ms = {m["metric"]: m for m in run.gpu_metrics(g, device="cuda:X")}
+    assert ms["gpu_util_mean"]["value"] == 8.8 and ms["gpu_mem_used_max"]["unit"] == "MiB"
+    assert ms["gpu_util_max"]["labels"] == {"device": "cuda:X"}
+    assert run.gpu_metrics({"gpu_samples": 0}) == [] and run.gpu_metrics({}) == []
+    win = run.gpu_window({"source": "nvml", "samples": [{"t": 1, "util_pct": 10, "mem_used_mib": 5},
+                                                        {"t": 5, "util_pct": 90, "mem_used_mib": 7}]},
+                         {"started_at": 4, "ended_at": 6})
+    assert win["gpu_samples"] == 1 and win["gpu_util_mean_pct"] == 90 and win["gpu_sample_source"] == "nvml"
