@@ -144,6 +144,10 @@ CONTRADICTIONS = {
                    lambda d: _scale(d, lambda k: _sgl("openfaas")(k) and k[4] == 1024, 1000.0)),
     "outliers": (sc.means_within_90, "bytes_single_means_within_90_nuclio-go",
                  lambda d: _scale(d, _sgl("nuclio-go"), 0.5, metrics={"single_hmean"})),
+    "go_above_np_images": (sc.bytes_go_below_nuclio_np, "bytes_go_below_nuclio_np_images",
+                           lambda d: _scale(d, _par("nuclio-go"), 1.5)),
+    "go_far_below_np_images": (sc.bytes_go_below_nuclio_np, "bytes_go_below_nuclio_np_images",
+                               lambda d: _scale(d, _par("nuclio-go"), 0.5)),
     "above_ceiling": (sc.below_limits, "bytes_below_echo_ceiling",
                       lambda d: {k: ({"throughput": 10.0} if k[0] == "limit" and k[1] == "echo" else v)
                                  for k, v in d.items()}),
