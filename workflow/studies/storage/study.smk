@@ -77,7 +77,8 @@ ST_STAND_INS = [
         "against an in-memory S3 endpoint is measured in the same run",
         (
             "mdtest: tools/mdtest's mdbench (mdtest-compatible: create/stat/read/remove of files and, "
-            "with --dirs, directories; no rename rows) where the real mdtest is not on PATH"
+            "with --dirs, create/stat/read/rename/remove of directories; no file rename, and a directory "
+            "read row mdtest 4 lacks) where the real mdtest is not on PATH"
         ),
         (
             "nodes: every stack runs on this one host (127.0.0.1), Ceph with "
