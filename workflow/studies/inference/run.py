@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -43,7 +42,7 @@ import sys
 import time
 from pathlib import Path
 
-from repro import cli, rawio
+from repro import allocation, cli, rawio
 from studies.inference import layout
 from tools.locust import parse as lparse
 
@@ -136,19 +135,14 @@ def _models(path: Path) -> dict:
 # ------------------------------------------------------------------ placement (n+1)
 def slurm_job() -> tuple[list[str], str]:
     """(nodes as Slurm names them, CPUs per node) of the Slurm job this runs in; ([], "") outside one.
-    Snakemake's jobstep plugin strips SLURM_JOB_NODELIST and SLURM_CPUS_ON_NODE from the job's
-    environment (it keeps SLURM_JOB_ID), so both come from `scontrol show job`."""
-    jobid = os.environ.get("SLURM_JOB_ID")
-    if not jobid or not shutil.which("srun"):
+    From repro.allocation, the one place that reads a job's allocation (`scontrol show job/node`: Snakemake's
+    jobstep plugin strips SLURM_JOB_NODELIST and SLURM_CPUS_ON_NODE, it keeps SLURM_JOB_ID)."""
+    if not shutil.which("srun"):
         return [], ""
-    out = subprocess.run(["scontrol", "show", "job", "-o", jobid], capture_output=True, text=True, check=True)
-    fields = dict(re.findall(r"(\w+)=(\S*)", out.stdout))
-    nodelist = os.environ.get("SLURM_JOB_NODELIST") or fields.get("NodeList", "")
-    nodes = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True,
-                           check=True).stdout.split() if nodelist else []
-    ncpus = int(re.match(r"\d*", fields.get("NumCPUs", "")).group() or 0)
-    cpus = os.environ.get("SLURM_CPUS_ON_NODE") or (str(ncpus // len(nodes)) if nodes and ncpus else "")
-    return nodes, cpus
+    alloc = allocation.current()
+    if alloc.launcher != "slurm":
+        return [], ""
+    return [n.name for n in alloc.nodes], str(alloc.nodes[0].cpus or "")
 
 
 def placement(nodes: list[str], here: str = "", cpus: str = "") -> dict:

@@ -125,14 +125,16 @@ def test_a_server_that_never_becomes_ready_ends_the_job_with_its_log(tmp_path, m
 
 def test_slurm_job_reads_nodes_and_cpus_from_scontrol(tmp_path, monkeypatch):
     """Snakemake's jobstep plugin strips SLURM_JOB_NODELIST / SLURM_CPUS_ON_NODE (keeps SLURM_JOB_ID):
-    the nodes and the CPUs per node come from `scontrol show job` (a stand-in scontrol here)."""
+    the nodes and the CPUs per node come from `scontrol show job/node` through repro.allocation (a
+    stand-in scontrol here)."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "srun").write_text("#!/bin/sh\nexit 0\n")
     (bindir / "scontrol").write_text(
         "#!/bin/sh\ncase \"$2\" in\n"
         "  job) echo \"JobId=$4 JobName=x NumNodes=2 NumCPUs=4 NumTasks=2 NodeList=node[3-4] Comment=c\" ;;\n"
-        "  hostnames) [ \"$3\" = 'node[3-4]' ] && printf 'node3\\nnode4\\n' ;;\nesac\n")
+        "  hostnames) [ \"$3\" = 'node[3-4]' ] && printf 'node3\\nnode4\\n' ;;\n"
+        "  node) echo \"NodeName=$4 NodeHostName=$4 NodeAddr=10.0.0.9 CPUTot=8\" ;;\nesac\n")
     for f in bindir.iterdir():
         f.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
