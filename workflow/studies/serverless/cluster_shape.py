@@ -22,8 +22,9 @@ _MEM_UNITS = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 1e
 
 
 def kubectl() -> str:
-    """REPRO_KUBECTL (systems/openfaas/setup.sh's kubectl 1.20 where set), else kubectl on PATH."""
-    exe = os.environ.get("REPRO_KUBECTL") or shutil.which("kubectl")
+    """REPRO_KUBECTL (systems/openfaas/setup.sh's kubectl 1.20 where set), KUBECTL (what deploy.sh's
+    lib/kube.sh uses), else kubectl on PATH (the fdirector image has Debian's 1.20)."""
+    exe = os.environ.get("REPRO_KUBECTL") or os.environ.get("KUBECTL") or shutil.which("kubectl")
     if not exe:
         raise RuntimeError("no kubectl: set REPRO_KUBECTL or put kubectl on PATH (systems/openfaas/setup.sh)")
     return exe
