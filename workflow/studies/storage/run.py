@@ -307,12 +307,18 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, al
                 fail_all(todo, f"{stack} did not come up (stack.py up exit {r.returncode}):\n{r.stderr[-4000:]}")
                 return 1
             info = json.loads((state / "stack.json").read_text())
+            if stack == "lustre-minio":  # what MinIO's drive really is (Lustre or not), from the mount table
+                kind = info.get("system_kind") or kind
             versions.update({f"{stack}:{k}": v for k, v in info.get("versions", {}).items()})
             say(f"{stack}: up in {time.monotonic() - t0:.1f} s, {info.get('system_kind')}")
         if benchmark == "mdtest":
             if stack == "lustre-minio":
                 base = Path(cfg["paths"]["lustre_dir"] or work / "lustre-standin-fs")
                 base.mkdir(parents=True, exist_ok=True)
+                from systems.storage_common.where import mount_of
+
+                if mount_of(str(base))["fs_type"] != "lustre":  # a named directory that is not on Lustre
+                    kind = layout.STAND_IN_LUSTRE_DIR
             else:
                 base = Path(info["endpoints"]["mount"])
             versions["mdtest"] = mdtest_tool(cfg)[1]
