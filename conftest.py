@@ -73,8 +73,10 @@ class MultihostCluster:
     def run(self, *args, check=True, timeout=300, **kw) -> subprocess.CompletedProcess:
         """A Slurm client (srun, sbatch, scontrol ...) or a script subcommand against this cluster."""
         cmd = [str(self.script), *args[1:]] if args[0] == "script" else list(args)
-        return subprocess.run(cmd, env=self.env, capture_output=True, text=True, check=check,
-                              timeout=timeout, **kw)
+        r = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=timeout, **kw)
+        if check and r.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+        return r
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ machines refused at once; `down` leaves nothing behind."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -239,3 +240,52 @@ rule probe:
         h = json.loads((shared / f"here-{n['name']}.json").read_text())
         assert h["hostname"] == n["hostname"] and n["address"] in h["addresses"]
     assert len({n["address"] for n in alloc["nodes"]}) == 3
+
+
+def test_a_node_killed_mid_job_fails_that_job_and_a_rerun_resumes_only_it(slurm_multihost, shared):
+    """Under Snakemake's Slurm executor (keep-going, as profiles/slurm): a node dies while a 4-node job
+    runs; that job fails loudly, the other job's output stays, and after the node is back
+    (`up` restarts only the dead node) a re-run runs only the failed job."""
+    c = slurm_multihost
+    (shared / "Snakefile").write_text('''
+rule all:
+    input: "small.txt", "big.txt"
+rule small:
+    output: "small.txt"
+    resources: nodes=2, tasks=2, mpi="srun", runtime=5
+    shell: "{resources.mpi} --nodes=2 --ntasks=2 hostname > {output}"
+rule big:
+    input: "small.txt"
+    output: "big.txt"
+    resources: nodes=4, tasks=4, mpi="srun", runtime=5
+    shell: "touch started-big; {resources.mpi} --nodes=4 --ntasks=4 sleep 40; hostname > {output}"
+''')
+    env = dict(c.env, PATH=f"{REPO}/.venv/bin:" + c.env["PATH"])
+    cmd = ["timeout", "-k", "10", "400", "snakemake", "-s", "Snakefile", "--profile", str(REPO / "profiles" / "slurm"),
+           "--jobs", "2", "--latency-wait", "5"]
+    proc = subprocess.Popen(cmd, cwd=shared, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(600):
+            if (shared / "started-big").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.25)
+        assert (shared / "started-big").exists(), "the 4-node job never started"
+        time.sleep(3)
+        c.run("script", "kill", "node3")
+        out, _ = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0, out[-3000:]
+    assert (shared / "small.txt").exists() and not (shared / "big.txt").exists()
+    assert "Error in rule big" in out, out[-3000:]
+    small_mtime = (shared / "small.txt").stat().st_mtime_ns
+    r = c.run("script", "up", "4", timeout=180)
+    assert "restarting it" in r.stdout and "node3" in r.stdout
+    (shared / "started-big").unlink()
+    r = subprocess.run(cmd, cwd=shared, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    stats = r.stdout + r.stderr
+    assert re.search(r"^big\s+1$", stats, re.M) and not re.search(r"^small\s+1$", stats, re.M)
+    assert (shared / "big.txt").exists() and (shared / "small.txt").stat().st_mtime_ns == small_mtime

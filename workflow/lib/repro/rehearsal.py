@@ -93,11 +93,23 @@ def expand_nodelist(text: str) -> list[str]:
 
 
 def slurm_jobs(workdir: Path, env: dict | None = None) -> list[dict]:
-    """Every job Slurm still knows (MinJobAge keeps finished ones) that ran in ``workdir``."""
+    """Every job that ran in ``workdir``: what Slurm still knows (MinJobAge keeps finished jobs
+    for 10 min) merged into ``workdir/.rehearsal-jobs.json``, which keeps them for a resumed run."""
     r = subprocess.run(["scontrol", "show", "job", "-o"], capture_output=True, text=True, env=env)
     jobs = [parse_job_line(line) for line in r.stdout.splitlines() if line.startswith("JobId=")]
     wd = str(workdir.resolve())
-    return [j for j in jobs if j["workdir"] == wd or j["workdir"].startswith(wd + "/")]
+    mine = {j["job_id"]: j for j in jobs if j["workdir"] == wd or j["workdir"].startswith(wd + "/")}
+    store = workdir / ".rehearsal-jobs.json"
+    try:
+        kept = {j["job_id"]: j for j in json.loads(store.read_text())}
+    except (OSError, ValueError):
+        kept = {}
+    kept.update(mine)
+    try:
+        store.write_text(json.dumps(list(kept.values())))
+    except OSError:
+        pass
+    return sorted(kept.values(), key=lambda j: int(j["job_id"]) if j["job_id"].isdigit() else 0)
 
 
 # ------------------------------------------------------------------------ the records' side
@@ -347,8 +359,12 @@ def rehearse(studies: list[str], *, nodes: int = 4, work: Path = WORK, resume: b
 
         nc.write_text("# written by repro.rehearsal --no-containers\n" + yaml.safe_dump(NO_CONTAINERS))
     out_dir.mkdir(parents=True, exist_ok=True)
+    try:  # the studies of earlier rehearsals stay in the summary (each with its own time and overlay)
+        earlier = json.loads((out_dir / "summary.json").read_text()).get("studies", {})
+    except (OSError, ValueError):
+        earlier = {}
     summary = {"cluster": {"nodes": sorted(names), "up_s": round(t_up, 1), "state_dir": str(MH_DIR)},
-               "workdir": str(ws), "overlay": configfiles(ws)[1:], "studies": {},
+               "workdir": str(ws), "overlay": configfiles(ws)[1:], "studies": earlier,
                "not_rehearsed": [] if containers else ["containers: the systems ran from the host's builds "
                                                        "(--no-containers), not from their Apptainer images"],
                "loadavg_start": _loadavg()}
@@ -374,7 +390,8 @@ def rehearse(studies: list[str], *, nodes: int = 4, work: Path = WORK, resume: b
                                      "snakemake_rc": proc.returncode,
                                      "jobs": len(res["jobs"]), "records": res["records"],
                                      "checks": {k: v["ok"] for k, v in res["checks"].items()},
-                                     "not_rehearsed": res["not_rehearsed"]}
+                                     "not_rehearsed": res["not_rehearsed"], "overlay": configfiles(ws)[1:],
+                                     "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["seconds"] = round(time.monotonic() - t0, 1)
     summary["loadavg_end"] = _loadavg()

@@ -29,7 +29,7 @@ set -euo pipefail
 DIR=${REPRO_MH_DIR:-/var/tmp/repro-slurm-mh}
 NODES_DEFAULT=${REPRO_MH_NODES:-4}
 CPUS=${REPRO_SLURM_CPUS:-2}
-MEM=${REPRO_SLURM_MEM_MB:-4000}
+MEM=${REPRO_MH_MEM_MB:-8000}   # declared per node (not enforced: no cgroups); 24 GiB here
 PARTITION=${REPRO_SLURM_PARTITION:-batch}
 NET=${REPRO_MH_NET:-10.79.0}
 FIRST_HOST=10
@@ -204,13 +204,35 @@ start_node() {
 up() {
     local n=${1:-$NODES_DEFAULT} i ok=1 t0=$SECONDS
     preflight "$n"
-    if pid_alive "$DIR/pids/slurmctld.pid" && [ "$(node_count)" = "$n" ]; then
+    local sig="nodes=$n cpus=$CPUS mem=$MEM net=$NET ports=$CTLD_PORT/$SLURMD_PORT partition=$PARTITION"
+    if pid_alive "$DIR/pids/slurmctld.pid" && [ "$(node_count)" = "$n" ] &&
+        [ "$(cat "$DIR/signature" 2>/dev/null)" = "$sig" ]; then
         for ((i = 0; i < n; i++)); do pid_alive "$DIR/pids/slurmd-node$i.pid" || ok=0; done
         if [ "$ok" = 1 ]; then
             log "already up ($n nodes)"
             wait_idle "$n"
             return
         fi
+        # a node died (kill NODE, a crash): bring back only that node, the rest keeps running
+        for ((i = 0; i < n; i++)); do
+            pid_alive "$DIR/pids/slurmd-node$i.pid" && continue
+            log "node$i is down: restarting it"
+            kill_ns "$NSP$i" KILL
+            sleep 0.2
+            make_node_net "$i"
+            start_node "$i"
+        done
+        # a node Slurm already marked DOWN (not responding) comes back when told to resume
+        local down_nodes
+        for _ in $(seq 60); do
+            down_nodes=$(sinfo -h -N -t down,drain,fail -o '%N' 2>/dev/null | sort -u | paste -sd, -)
+            [ -z "$down_nodes" ] && break
+            scontrol update nodename="$down_nodes" state=resume >/dev/null 2>&1 || true
+            sleep 0.5
+        done
+        wait_idle "$n"
+        log "up: $n nodes (restarted the dead ones) in $((SECONDS - t0)) s"
+        return
     fi
     down quiet
     write_conf "$n"
@@ -221,6 +243,7 @@ up() {
     slurmctld -c -f "$CONF" || die "slurmctld did not start (see $DIR/log/slurmctld.log)"
     for ((i = 0; i < n; i++)); do start_node "$i"; done
     wait_idle "$n"
+    echo "$sig" >"$DIR/signature"
     log "up: $n nodes (node0..node$((n - 1)) = $NET.$FIRST_HOST..$NET.$((FIRST_HOST + n - 1)), head $HEAD_IP) in partition $PARTITION in $((SECONDS - t0)) s; export SLURM_CONF=$CONF"
 }
 
@@ -273,7 +296,7 @@ down() {
     stop_pidfile "$DIR/pids/slurmctld.pid"
     stop_pidfile "$DIR/pids/munged.pid"
     [ -e "/sys/class/net/$BRIDGE" ] && ip link del "$BRIDGE" 2>/dev/null || true
-    rm -f "$DIR/nodes"
+    rm -f "$DIR/nodes" "$DIR/signature"
     [ "${1:-}" = quiet ] || log "down"
 }
 
