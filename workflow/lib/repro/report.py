@@ -366,8 +366,9 @@ def front_page(ctx: Context, studies: list[Study], claims: pd.DataFrame, times: 
     return [
         f"<h1>{esc(ctx.title)}</h1>", nav(studies, None), ctx.provenance("paper/index.html"),
         f"<p><b>Claims:</b> {esc(summary)}. <i>reproduced</i>: within the stated tolerance, or the relation "
-        "holds; <i>not reproduced</i>: it does not; <i>informative</i>: absolute numbers on other hardware, shown "
-        "side by side without a verdict; <i>failed</i>: the runs it needs failed; <i>not run</i>: switched off "
+        "holds; <i>not reproduced</i>: it does not; <i>informative</i>: absolute numbers on other hardware, or a "
+        "relation that a local stand-in imposes by construction (the reason is in the claim's note), shown side by "
+        "side without a verdict; <i>failed</i>: the runs it needs failed; <i>not run</i>: switched off "
         "or no results; <i>cluster-only</i>: a statement about a scale only the cluster configuration runs (its "
         "number and tolerance are stated). Published values come from each study's <code>published.csv</code> and are "
         "only ever shown in their own column.</p>",
