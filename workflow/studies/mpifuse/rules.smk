@@ -182,7 +182,8 @@ rule mpifuse_speed:
         kpt=["systems/kpassthrough/build/kpassthrough"]
         if "kpassthrough" in MF["speed"]["variants"] and MF_LOCAL_BUILD
         else [],
-        code=study_code("mpifuse", "speed", "run", "layout", "kpt"),
+        code=study_code("mpifuse", "speed", "run", "layout", "kpt")
+        + ["tools/fuseceiling/ceiling.py", "tools/fuseceiling/fuseceiling.c"],
     output:
         MF_OUT["speed_raw"],
     log:
@@ -213,6 +214,7 @@ rule mpifuse_speed_report:
         table=MF_OUT["speed_table"],
         report=MF_OUT["speed_report"],
         issue13=MF_OUT["speed_issue13"],
+        issue22=MF_OUT["speed_issue22"],
     log:
         "results/mpifuse/log/speed_report.log",
     container:
@@ -221,7 +223,7 @@ rule mpifuse_speed_report:
         **analysis_resources(),
     shell:
         "python3 -m studies.mpifuse.speed_report --raw {input.raw} --published {input.published} --table {output.table}"
-        " --report {output.report} --issue13 {output.issue13} > {log} 2>&1"
+        " --report {output.report} --issue13 {output.issue13} --issue22 {output.issue22} > {log} 2>&1"
 
 
 rule mpifuse_kick:
@@ -231,7 +233,7 @@ rule mpifuse_kick:
 
 rule mpifuse:
     input:
-        [MF_OUT["speed_table"], MF_OUT["speed_report"], MF_OUT["speed_issue13"]]
+        [MF_OUT["speed_table"], MF_OUT["speed_report"], MF_OUT["speed_issue13"], MF_OUT["speed_issue22"]]
         if MF["speed"]["enabled"]
         else [],
         MF_OUT["claims"],

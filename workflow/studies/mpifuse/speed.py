@@ -5,9 +5,14 @@ Run with max(speed.nodes)+1 MPI ranks (rank 0 writes the files, ranks 1..k read)
 
 1. read throughput of one large file on one node, ``dd bs=1M`` (raw reading from a hot page cache)
    and ``sha256sum`` (the benchmark's reader), per repeat every variant of ``speed.variants`` in
-   turn, native first: native, the paper's user-space FUSE passthrough (libmpifuse; also with the
-   FUSE threads option switched the other way), OSR, OSR refined (ours) and kernel FUSE
-   passthrough (systems/kpassthrough, ours, beyond the paper). Beside each timing: the reader's
+   turn (the order rotates by one every repeat; repeat 0 native first): native, the paper's
+   user-space FUSE passthrough (libmpifuse; also with the FUSE threads option switched the other
+   way), OSR, OSR refined (ours) and kernel FUSE
+   passthrough (systems/kpassthrough, ours, beyond the paper), OSR refined with map_source (ours: the
+   own part's window is a mapping of the source file) and the FUSE ceiling (tools/fuseceiling: a
+   FUSE file system serving a preloaded file from its own memory, no backend, mounted with OSR
+   refined's knobs: request size, readahead, single- or multi-threaded loop; the best any FUSE
+   file system reaches with them on this machine and kernel). Beside each timing: the reader's
    CPU (user+sys of dd/sha256sum), the file system's CPU (the rank's process, which runs
    libmpifuse in-process, or kpassthrough's server process; /proc/<pid>/stat), dd's own time and
    the file system's counters (libmpifuse's stats JSON, kept whole; kpassthrough's op counts);
@@ -39,9 +44,14 @@ from studies.mpifuse import run as mb
 
 REPO = Path(__file__).resolve().parents[3]
 DD_RE = re.compile(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s,", re.M)
-# speed.variants -> (mode: an mpifuse mode, "kpassthrough" or None for native)
-MODES = {"native": None, "passthrough": "passthrough", "passthrough-threads": "passthrough",
-         "osr": "osr", "osr-refined": "osr-refined", "kpassthrough": kpt.VARIANT}
+CEILING = "fuse-ceiling"  # the speed variant (and its "mode") of tools/fuseceiling
+CEILING_FILE = "speed-ceiling.bin"  # the file the ceiling serves (preloaded pattern)
+# speed.variants -> (mode: an mpifuse mode, "kpassthrough", CEILING or None for native; extra options)
+MODES = {"native": (None, {}), "passthrough": ("passthrough", {}), "osr": ("osr", {}),
+         "osr-refined": ("osr-refined", {}), "kpassthrough": (kpt.VARIANT, {}),
+         "osr-refined-map": ("osr-refined", {"map_source": True}), CEILING: (CEILING, {})}
+# the mpifuse variant whose mount knobs the ceiling takes
+CEILING_LIKE = "osr-refined"
 SETTLE_S = 1.0  # before a multi-rank stop, after the last read (not timed)
 # what the idle window mounts besides them: the broadcast file system (its stream thread)
 IDLE_EXTRA = ("bcast",)
@@ -57,19 +67,109 @@ def variant_plan(sp: dict, opts: dict) -> list[tuple[str, str | None, dict]]:
         if v == "passthrough-threads":
             out.append((f"passthrough-threads-{'on' if flip else 'off'}", "passthrough", {"threads": flip}))
         else:
-            out.append((v, MODES[v], {}))
-    # native first: each variant's ratio pairs it with the native read of the same repeat
+            out.append((v, *MODES[v]))
+    # native first (repeat 0; later repeats rotate, see rotated): each variant's ratio pairs it with the
+    # native read of the same repeat
     return sorted(out, key=lambda x: x[0] != "native")
+
+
+def rotated(plan: list, rep: int) -> list:
+    """The one-node plan of repeat `rep`: rotated left by rep (repeat 0 = the plan, native first)."""
+    k = rep % len(plan) if plan else 0
+    return plan[k:] + plan[:k]
 
 
 def idle_plan(plan) -> list[str | None]:
     modes = []
     for _, mode, extra in plan:
-        if not extra and mode not in modes:
+        if not extra and mode not in modes and mode != CEILING:
             modes.append(mode)
-    if any(m not in (None, kpt.VARIANT) for m in modes):
+    if any(m not in (None, kpt.VARIANT, CEILING) for m in modes):
         modes += [m for m in IDLE_EXTRA if m not in modes]
     return modes
+
+
+def ceiling_options(cfg: dict) -> list[str]:
+    """fuseceiling's command-line knobs matching the mounts of CEILING_LIKE (osr-refined): its FUSE
+    request size (max_read), its readahead (readahead_kb, 0 = libmpifuse's 4 x max_read, -1 = the
+    kernel's) and its FUSE loop (threads off = single-threaded, -s)."""
+    o = layout.fs_options(cfg, CEILING_LIKE)
+    max_read = paramspace.size_bytes(str(o.get("max_read", "1MiB")))
+    ra = o.get("readahead_kb", 0)
+    ra = -1 if str(ra).lower() in ("-1", "off") else paramspace.size_bytes(str(ra)) if ra else 0
+    out = ["--max-read", str(max_read)]
+    if ra != -1:
+        out += ["--readahead", str(ra * 1024 if ra else 4 * max_read)]
+    else:
+        out += ["--readahead", "0"]
+    if not o.get("threads", True):
+        out.append("-s")
+    return out
+
+
+def ceiling_binary() -> str:
+    """$FUSECEILING_BIN (the image's build), else tools/fuseceiling/build/fuseceiling, built with make
+    when missing (as the kpassthrough binary is by its rule); OSError when there is none."""
+    exe = os.environ.get("FUSECEILING_BIN") or str(REPO / "tools" / "fuseceiling" / "build" / "fuseceiling")
+    if not os.access(exe, os.X_OK) and not os.environ.get("FUSECEILING_BIN"):
+        r = procs.run_child(["make", "-C", str(REPO / "tools" / "fuseceiling")], 120)
+        if r.rc != 0:
+            raise OSError(2, f"fuseceiling is not built and make failed: {r.stderr[-300:]}")
+    if not os.access(exe, os.X_OK):
+        raise OSError(2, f"fuseceiling binary {exe} is missing")
+    return exe
+
+
+def ceiling_sha256(size: int) -> str:
+    """sha256 of fuseceiling's preload pattern of `size` bytes (64-bit LE word k = splitmix64(k + 1),
+    tools/fuseceiling/README.md), vectorised in 8 Mi-word steps: the same bytes as
+    tools.fuseceiling.ceiling.pattern(size), which is too slow for hundreds of MB in pure Python."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    words, step, k = (size + 7) // 8, 1 << 23, 0
+    with np.errstate(over="ignore"):
+        while k < words:
+            x = np.arange(k + 1, min(words, k + step) + 1, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+            x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            x = x ^ (x >> np.uint64(31))
+            b = x.astype("<u8").tobytes()
+            end = min(size - 8 * k, len(b))
+            h.update(b[:end])
+            k += step
+    return h.hexdigest()
+
+
+class CMount:
+    """The FUSE ceiling on this rank: tools/fuseceiling at `mnt` serving one preloaded file of
+    `size` bytes (CEILING_FILE) from its memory, with `options` (ceiling_options). Same interface as
+    kpt.KMount for the benchmark: pid, stats(), stop(); sha = the file's sha256."""
+
+    _sha: dict[int, str] = {}
+
+    def __init__(self, mnt: str, options: list[str], size: int, timeout: float):
+        from tools.fuseceiling import ceiling
+
+        self.options = list(options)
+        if size not in CMount._sha:
+            CMount._sha[size] = ceiling_sha256(size)
+        self.sha = CMount._sha[size]
+        self.m = ceiling.Mount(mnt, self.options, preload=[(CEILING_FILE, size)], timeout=max(60.0, timeout),
+                               binary=ceiling_binary())
+        try:
+            self.m.__enter__()
+        except RuntimeError as exc:
+            raise OSError(5, str(exc)) from exc
+        self.pid = self.m.proc.pid
+
+    def stats(self) -> dict:
+        return self.m.stats()
+
+    def stop(self) -> None:
+        self.m.__exit__(None, None, None)
 
 
 def children_cpu() -> float:
@@ -129,20 +229,32 @@ def main() -> int:
         """One file system on this rank: libmpifuse in-process, or a kpassthrough server."""
         if mode == kpt.VARIANT:
             return kpt.KMount(mb.read_dir(src, node), mnt, os.path.join(top, f"{stats_name}-rank{rank}.json"))
+        if mode == CEILING:
+            return CMount(mnt, ceiling_options(cfg), size, timeout)
         o = dict(layout.fs_options(cfg, mode), timeout=int(timeout), **(extra or {}))
         return mpifuse.start(comm, mode, mb.read_dir(src, node), mnt, **o), o
 
     dd = (lambda p: ["dd", f"if={p}", "of=/dev/null", "bs=1M"])
     sha = (lambda p: ["sha256sum", p])
+    orders = []
     for rep in range(sp["repeats"]):
-        # 1. one node: every variant, dd and sha256sum
-        for variant, mode, extra in plan:
+        # 1. one node: every variant, dd and sha256sum, in an order that rotates by one every repeat
+        # (interleaved, and no variant always runs first or last in its round: a load that moves
+        # within a round, or one left by the variant before, does not fall on the same one each time)
+        order = rotated(plan, rep)
+        orders.append([v for v, _, _ in order])
+        for variant, mode, extra in order:
             for tool, cmdf in (("dd", dd), ("sha256sum", sha)):
                 info = new_file()  # a fresh file per measurement: no FUSE page cache can help
                 fs, res, why = None, None, ""
                 if rank == 1 and mode:
                     try:
-                        if mode == kpt.VARIANT:
+                        if mode == CEILING:
+                            fs = start_fs(None, mode, 1)
+                            notes.setdefault(variant, {"options": {"fuseceiling": " ".join(fs.options)},
+                                                       "like": CEILING_LIKE,
+                                                       "system": "tools/fuseceiling (libfuse3 low-level, memory)"})
+                        elif mode == kpt.VARIANT:
                             fs = start_fs(None, mode, 1)
                             notes.setdefault(variant, {"options": {"passthrough": "kernel"},
                                                        "system": "systems/kpassthrough (fuser, Rust)"})
@@ -154,20 +266,23 @@ def main() -> int:
                 mb.idle_barrier(world)
                 if rank == 1 and not why:
                     base = src["read"].format(node=1) if not mode else mnt
+                    # the ceiling serves its own preloaded file of the same size (no source behind it)
+                    rel, want = (CEILING_FILE, fs.sha) if mode == CEILING else (info["rel"], info["sha"])
                     try:
                         # warm the source's page cache first, so both sides read the same cached source
                         reader(dd, os.path.join(mb.read_dir(src, 1), info["rel"]))
-                        kp = fs.pid if mode == kpt.VARIANT else "self"
+                        kp = fs.pid if mode in (kpt.VARIANT, CEILING) else "self"
                         c0, ch0 = kpt.cpu_s(kp), children_cpu()
                         t0 = MPI.Wtime()
-                        r = reader(cmdf, os.path.join(base, info["rel"]))
+                        r = reader(cmdf, os.path.join(base, rel))
                         t = MPI.Wtime() - t0
                         c1, ch1 = kpt.cpu_s(kp), children_cpu()
-                        res = {"time": t, "reader_cpu": ch1 - ch0, "fs_cpu": c1 - c0}
+                        res = {"time": t, "reader_cpu": ch1 - ch0, "fs_cpu": c1 - c0,
+                               "load": provenance.loadavg()}
                         if tool == "sha256sum":
-                            res["hash_ok"] = r.stdout.split()[0] == info["sha"] if r.stdout.split() else False
+                            res["hash_ok"] = r.stdout.split()[0] == want if r.stdout.split() else False
                             if not res["hash_ok"]:
-                                why = f"wrong hash {r.stdout.split()[:1]} != {info['sha']}"
+                                why = f"wrong hash {r.stdout.split()[:1]} != {want}"
                         else:
                             m = DD_RE.search(r.stderr)
                             if not m or int(m.group(1)) != size:
@@ -178,6 +293,8 @@ def main() -> int:
                             st = fs.stats()
                             res["stats"] = st
                             res["server_read_requests"] = kpt.read_requests(st)
+                        elif mode == CEILING:
+                            res["stats"] = {"fuseceiling": fs.stats()}
                         elif fs:
                             res["stats"] = fs.stats()
                             notes[variant]["stats_sample"] = {k: res["stats"].get(k) for k in
@@ -198,6 +315,8 @@ def main() -> int:
                     metrics.append(rawio.metric("time", res["time"], "s", **lab))
                     metrics.append(rawio.metric("throughput", size / res["time"] / 1e9, "GB/s", **lab))
                     metrics.append(rawio.metric("reader_cpu", res["reader_cpu"], "s", **lab))
+                    if res.get("load"):  # the 1-minute load right after this reader
+                        metrics.append(rawio.metric("load1", res["load"][0], "load", **lab))
                     if res["fs_cpu"] is not None:
                         metrics.append(rawio.metric("fs_cpu", res["fs_cpu"], "s", **lab))
                     if "dd_time" in res:
@@ -323,6 +442,7 @@ def main() -> int:
         rec["metrics"] = metrics
         rec["extra"] = {"fs_options": notes, "study_fs_options": cfg.get("fs_options", {}), "size_bytes": size,
                         "nodes": sp["nodes"], "repeats": sp["repeats"], "variants": [v for v, _, _ in plan],
+                        "orders": orders,
                         "idle_s": sp["idle_s"], "failures": failures, "fs_stats": fs_stats, "idle_stats": idle,
                         "kernel": os.uname().release, "cpus": os.cpu_count(),
                         "note": "one node reads while the others idle; the source file is in the page cache "

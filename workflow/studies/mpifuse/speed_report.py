@@ -7,6 +7,10 @@
   than a ratio of medians), min/median/max;
 * the variants: paper-faithful or ours (beyond the paper), the paper's passthrough cost beside;
 * issue 13's table: today's earlier values, this run's ratios, the target and met / not met;
+* issue 22's table: refined OSR (and our map_source variant, and the paper's passthrough) per tool
+  beside native and the FUSE ceiling (tools/fuseceiling with OSR refined's knobs) of the same
+  rounds: the ceiling's own ratio to native, the variant's ratio to each (min/median/max), rounds
+  above 1.0 counted as measurement errors, CPU of reader and file system, what bounds it;
 * the per-request breakdown: FUSE requests the file system saw (count, mean size), time in its read
   path, MPI_Get, waits, copies where its counters have them, its CPU and the reader's;
 * idle CPU per rank (fraction of a core) with every file system mounted and nothing read;
@@ -39,7 +43,18 @@ VARIANTS = {
     "osr-refined": (False, "our refined OSR (own-part window, cached chunks)"),
     "kpassthrough": (False, "kernel FUSE passthrough (systems/kpassthrough, Rust/fuser): the server "
                             "registers each opened file as a backing file, the kernel serves the reads"),
+    "osr-refined-map": (False, "our refined OSR with map_source: the own part's window is a mapping of the "
+                               "source file (no load copy, open does not wait for the load)"),
+    "fuse-ceiling": (False, "the FUSE ceiling (tools/fuseceiling): a preloaded file served from the daemon's "
+                            "memory, no backend, with OSR refined's request size, readahead and threads"),
 }
+CEILING = "fuse-ceiling"
+# issue 22's rows: (variant, tool, target on the median per-round ratio to native or None)
+# (the paper's passthrough is not among them: it runs with other knobs, 128 KiB requests, than the
+# ceiling, which takes OSR refined's)
+ISSUE22 = [("osr-refined", "sha256sum", 0.95), ("osr-refined-map", "sha256sum", 0.95),
+           ("osr-refined", "dd", None), ("osr-refined-map", "dd", None)]
+NEAR_CEILING = 0.9  # x ceiling at or above this: the FUSE path bounds it, not the file system's own work
 # issue 13's rows: what the issue measured before, the target on the per-round ratio to native
 ISSUE13 = [
     {"row": "mpifuse refined OSR, n=1, {size}, {source}", "variant": "osr-refined", "tool": "sha256sum",
@@ -87,6 +102,7 @@ def throughput(rec: dict) -> pd.DataFrame:
     one = df[(df.metric == "throughput") & (df.nodes == 1)].copy()
     one = one[[(v, t, int(r)) not in failed for v, t, r in zip(one.variant, one.tool, one.rep)]]
     nat = {(t, int(r)): v for t, r, v, var in zip(one.tool, one.rep, one.value, one.variant) if var == "native"}
+    ceil = {(t, int(r)): v for t, r, v, var in zip(one.tool, one.rep, one.value, one.variant) if var == CEILING}
     order = rec.get("extra", {}).get("variants") or sorted(set(one.variant) | set(fails.variant))
     out = []
     for tool in ("dd", "sha256sum"):
@@ -94,7 +110,11 @@ def throughput(rec: dict) -> pd.DataFrame:
             g = one[(one.variant == v) & (one.tool == tool)]
             nf = int(((fails.variant == v) & (fails.tool == tool)).sum())
             ratios = [x / nat[(tool, int(r))] for r, x in zip(g.rep, g.value) if (tool, int(r)) in nat]
+            cr = [x / ceil[(tool, int(r))] for r, x in zip(g.rep, g.value) if (tool, int(r)) in ceil]
             row = {"variant": v, "tool": tool, "ok": len(g), "failed": nf}
+            if cr:
+                c = pd.Series(cr)
+                row.update(ceiling_ratio_min=c.min(), ceiling_ratio_median=c.median(), ceiling_ratio_max=c.max())
             if len(g):
                 row.update(gbps_min=g.value.min(), gbps_median=g.value.median(), gbps_max=g.value.max())
             if ratios:
@@ -115,8 +135,8 @@ def throughput(rec: dict) -> pd.DataFrame:
                     row[col] = x.value.median()
             out.append(row)
     cols = ["variant", "tool", "ok", "failed", "gbps_min", "gbps_median", "gbps_max", "pairs", "ratio_min",
-            "ratio_median", "ratio_max", "time_vs_native", "dd_own_ratio_median", "reader_cpu_s", "fs_cpu_s",
-            "dd_time_s"]
+            "ratio_median", "ratio_max", "time_vs_native", "ceiling_ratio_min", "ceiling_ratio_median",
+            "ceiling_ratio_max", "dd_own_ratio_median", "reader_cpu_s", "fs_cpu_s", "dd_time_s"]
     t = pd.DataFrame(out)
     for c in cols:
         if c not in t:
@@ -159,6 +179,115 @@ def issue13(rec: dict, thr: pd.DataFrame) -> pd.DataFrame:
                 / float(x["reader_cpu_s"]) if have and x["reader_cpu_s"] else None),
             "target": f">= {spec['target']:.2f}x" if spec["target"] else "- (see the kernel passthrough rows)",
             "verdict": state})
+    return pd.DataFrame(rows)
+
+
+def _mmm(vals: list[float]) -> str:
+    return f"{min(vals):.2f} / {pd.Series(vals).median():.2f} / {max(vals):.2f}" if vals else "-"
+
+
+def per_round(rec: dict, variant: str, tool: str, base: str) -> list[tuple[int, float]]:
+    """(rep, throughput(variant) / throughput(base)) of every round where both were measured (not failed)."""
+    df = metrics(rec)
+    if "metric" not in df:
+        return []
+    failed = {(r.variant, r.tool, int(r.rep)) for r in failures(rec).itertuples()}
+    one = df[(df.metric == "throughput") & (df.nodes == 1) & (df.tool == tool)]
+    got = {(v, int(r)): x for v, r, x in zip(one.variant, one.rep, one.value) if (v, tool, int(r)) not in failed}
+    return sorted((r, x / got[(base, r)]) for (v, r), x in got.items() if v == variant and (base, r) in got)
+
+
+def per_round_cpu(rec: dict, variant: str, tool: str) -> list[float]:
+    """Per round: native's reader CPU / (the variant's reader CPU + its file system's CPU): what the
+    variant reaches of native when both run on one free core without overlap -- the work ratio, which
+    the load of other jobs moves far less than the wall time."""
+    df = metrics(rec)
+    if "metric" not in df:
+        return []
+    failed = {(r.variant, r.tool, int(r.rep)) for r in failures(rec).itertuples()}
+    d = df[(df.nodes == 1) & (df.tool == tool) & df.metric.isin(["reader_cpu", "fs_cpu"])]
+    cpu: dict = {}
+    for v, r, m, x in zip(d.variant, d.rep, d.metric, d.value):
+        if (v, tool, int(r)) not in failed:
+            cpu.setdefault((v, int(r)), {})[m] = x
+    out = []
+    for (v, r), c in sorted(cpu.items()):
+        nat = cpu.get(("native", r), {}).get("reader_cpu")
+        work = c.get("reader_cpu", 0) + (c.get("fs_cpu") or 0)
+        if v == variant and nat and work > 0 and "reader_cpu" in c:
+            out.append(nat / work)
+    return out
+
+
+def bound_reading(x_native: float, x_ceiling: float | None, ceiling_native: float | None, target: float) -> str:
+    """What bounds a FUSE read path, from the medians of its per-round ratios: native itself (target met),
+    the FUSE path (within NEAR_CEILING of the ceiling, which is itself below the target) or the file
+    system's own work (well below the ceiling)."""
+    if x_native >= target:
+        return f"at native ({x_native:.2f}x >= {target:.2f}x): nothing of the file system stops it"
+    if x_ceiling is None or ceiling_native is None:
+        return "unknown: no FUSE ceiling measured in this run"
+    if x_ceiling >= NEAR_CEILING:
+        return (f"the FUSE path: {x_ceiling:.2f}x the FUSE ceiling, which itself reaches only {ceiling_native:.2f}x "
+                "native; a file system with no backend and no copy in its daemon is no faster, so what is left "
+                "is the kernel's FUSE round trip per request (two processes scheduled per request, the copy "
+                "into the FUSE page cache, the reader waiting for a core)")
+    return (f"the file system's own work: {x_ceiling:.2f}x the FUSE ceiling (which reaches {ceiling_native:.2f}x "
+            "native): its daemon does more per request than the ceiling's (see its CPU beside)")
+
+
+def issue22(rec: dict, thr: pd.DataFrame) -> pd.DataFrame:
+    """Issue 22: each FUSE read path of ISSUE22 beside native and the FUSE ceiling, per round."""
+    df = metrics(rec)
+    rows = []
+    for v, tool, target in ISSUE22:
+        r = thr[(thr.variant == v) & (thr.tool == tool)]
+        if not len(r):
+            continue
+        x = r.iloc[0]
+        xn = [q for _, q in per_round(rec, v, tool, "native")]
+        xc = [q for _, q in per_round(rec, v, tool, CEILING)]
+        cn = [q for _, q in per_round(rec, CEILING, tool, "native")]
+
+        def med(t, col, var=v):
+            y = thr[(thr.variant == var) & (thr.tool == t)]
+            return float(y.iloc[0][col]) if len(y) and not pd.isna(y.iloc[0][col]) else None
+        above = [f"{n} of {len(q)} x {name}" for name, q in (("native", xn), ("ceiling", xc)) for n in
+                 [sum(1 for y in q if y > 1.0)] if n]
+        load = df[(df.metric == "load1") & (df.tool == tool) & (df.nodes == 1)] if "metric" in df else df
+        row = {"path": variant_label(v, ours=not VARIANTS.get(v, (True, ""))[0]), "variant": v, "tool": tool,
+               "rounds": len(xn), "native GB/s": med(tool, "gbps_median", "native"),
+               "FUSE ceiling GB/s": med(tool, "gbps_median", CEILING), "variant GB/s": med(tool, "gbps_median"),
+               "ceiling x native: min / median / max": _mmm(cn),
+               "x native: min / median / max": _mmm(xn), "x ceiling: min / median / max": _mmm(xc),
+               "rounds above 1.0 (measurement errors)": "; ".join(above) or "none",
+               "CPU x native: min / median / max": _mmm(per_round_cpu(rec, v, tool)),
+               "ceiling CPU x native: min / median / max": _mmm(per_round_cpu(rec, CEILING, tool)),
+               "reader CPU s: variant / native": (f"{med(tool, 'reader_cpu_s'):.3f} / "
+                                                  f"{med(tool, 'reader_cpu_s', 'native'):.3f}"
+                                                  if med(tool, "reader_cpu_s") is not None
+                                                  and med(tool, "reader_cpu_s", "native") is not None else "-"),
+               "file system CPU s: variant / ceiling": (f"{med(tool, 'fs_cpu_s'):.3f} / "
+                                                        f"{med(tool, 'fs_cpu_s', CEILING):.3f}"
+                                                        if med(tool, "fs_cpu_s") is not None
+                                                        and med(tool, "fs_cpu_s", CEILING) is not None else "-"),
+               "load (1 min) over the rounds": (f"{load.value.min():.1f}-{load.value.max():.1f}" if len(load)
+                                                else "-"),
+               "target": f">= {target:.2f}x native" if target else "-"}
+        if not xn:
+            row.update(bound="-", verdict="failed" if int(x["failed"]) else "not run")
+        else:
+            mn = float(pd.Series(xn).median())
+            mc = float(pd.Series(xc).median()) if xc else None
+            mcn = float(pd.Series(cn).median()) if cn else None
+            row["bound"] = bound_reading(mn, mc, mcn, target or 0.95)
+            if mn > 1.0 or (mc is not None and mc > 1.0):
+                row["verdict"] = "measurement error (median above 1.0 of a limit)"
+            elif target is None:
+                row["verdict"] = "no target"
+            else:
+                row["verdict"] = "met" if mn >= target else "not met"
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -261,7 +390,12 @@ def breakdown(rec: dict) -> pd.DataFrame:
                          and (k.endswith("_time_s") or "cpu" in k or "memcpy" in k or "copy" in k)})
     for (v, tool), sts in by.items():
         row = {"variant": v, "tool": tool, "repeats": len(sts)}
-        if all("ops" in st for st in sts):  # kpassthrough: the server's op counters
+        if all("fuseceiling" in st for st in sts):  # the FUSE ceiling's counters
+            reqs = [st["fuseceiling"].get("read_reqs", 0) for st in sts]
+            byts = [st["fuseceiling"].get("read_bytes", 0) for st in sts]
+            row["READ requests at the server"] = float(pd.Series(reqs).median())
+            row["mean request KiB"] = (sum(byts) / sum(reqs) / 1024) if sum(reqs) else None
+        elif all("ops" in st for st in sts):  # kpassthrough: the server's op counters
             reqs = [st["ops"].get("read", 0) for st in sts]
             byts = [st["ops"].get("read_bytes", 0) for st in sts]
             row["READ requests at the server"] = float(pd.Series(reqs).median())
@@ -411,6 +545,21 @@ def report(rec: dict, pub: pd.DataFrame | None = None) -> tuple[str, pd.DataFram
         "",
         md(issue13(rec, thr)),
         "",
+        "## Issue 22: refined OSR against native and the FUSE ceiling",
+        "",
+        ("Per round (the variants of one repeat run seconds apart): throughput(variant) / throughput(native) and / "
+         "throughput(FUSE ceiling) of the same round, min / median / max; the ceiling's own ratio to native beside. "
+         "The FUSE ceiling is tools/fuseceiling mounted with OSR refined's request size, readahead and FUSE loop "
+         f"({ex.get('fs_options', {}).get(CEILING, {}).get('options', {}).get('fuseceiling', '?')}), serving a "
+         "preloaded file of the same size. A ratio above 1.0 cannot be a result (no FUSE path beats native "
+         "reading or the ceiling): such rounds are counted as measurement errors (the load moved between the two "
+         "readers); a median above 1.0 makes the row a measurement error. Bound: from the medians (see "
+         "bound_reading). CPU x native = native's reader CPU / (the variant's reader CPU + its file system's "
+         "CPU) per round: the ratio on one free core without overlap, which the other jobs' load moves far "
+         "less than the wall time (on two free cores the file system can overlap the reader)."),
+        "",
+        md(issue22(rec, thr)),
+        "",
         "## Variants: paper-faithful and ours",
         "",
         md(variants_table(rec, thr, pub)),
@@ -466,6 +615,7 @@ def main() -> int:
     ap.add_argument("--table", required=True)
     ap.add_argument("--report", required=True)
     ap.add_argument("--issue13", help="issue 13's table (earlier values, this run's ratios, target, verdict) as CSV")
+    ap.add_argument("--issue22", help="issue 22's table (native, FUSE ceiling, ratios to each, bound) as CSV")
     a = ap.parse_args()
     rec = rawio.read(a.raw)
     pub = published.load(a.published) if a.published else None
@@ -475,6 +625,10 @@ def main() -> int:
     tidy.write_csv(thr, a.table)
     if a.issue13:
         tidy.write_csv(issue13(rec, thr).assign(system_kind=rec["system_kind"]), a.issue13)
+    if a.issue22:
+        i22 = issue22(rec, thr)
+        tidy.write_csv((i22 if len(i22) else pd.DataFrame(columns=["path", "variant", "tool", "verdict"]))
+                       .assign(system_kind=rec["system_kind"]), a.issue22)
     Path(a.report).parent.mkdir(parents=True, exist_ok=True)
     Path(a.report).write_text(text)
     print(text)

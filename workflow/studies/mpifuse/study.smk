@@ -42,6 +42,7 @@ MF_OUT = {
     "speed_table": "results/mpifuse/tables/speed.csv",
     "speed_report": "results/mpifuse/speed/report.md",
     "speed_issue13": "results/mpifuse/tables/speed_issue13.csv",
+    "speed_issue22": "results/mpifuse/tables/speed_issue22.csv",
 }
 MF_HOME_EMULATED = MF["home"]["kind"] == "emulated"
 MF_LOCAL_BUILD = not config["containers"]["use_for_benchmarks"]
@@ -157,6 +158,16 @@ register_study(
                 "(per-round ratio min / median / max; the earlier values transcribed from the issue beside; "
                 "target and verdict). What the per-request breakdown says about each row: "
                 "results/mpifuse/speed/report.md",
+            },
+            {
+                "path": MF_OUT["speed_issue22"],
+                "caption": "Issue 22: refined OSR (and our map_source variant, and the paper's passthrough) per "
+                "tool beside native reads and the FUSE ceiling (tools/fuseceiling: a FUSE file system serving a "
+                "preloaded file from memory, no backend, mounted with OSR refined's request size, readahead and "
+                "FUSE loop) in the same rounds: the ceiling's ratio to native, the variant's per-round ratio to "
+                "each (min / median / max), rounds above 1.0 counted as measurement errors (never a result), "
+                "reader and file-system CPU, the load, what bounds it, target (>= 0.95x native, sha256sum) and "
+                "verdict",
             },
         ]
         if MF["speed"]["enabled"]

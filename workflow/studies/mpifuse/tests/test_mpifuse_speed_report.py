@@ -162,7 +162,8 @@ def test_paper_passthrough_cost_and_the_report_files(tmp_path):
     rawio.write_json_atomic(raw, rec)
     out = subprocess.run([PY, "-m", "studies.mpifuse.speed_report", "--raw", str(raw), "--published",
                           str(PUBLISHED), "--table", str(tmp_path / "speed.csv"), "--report",
-                          str(tmp_path / "report.md"), "--issue13", str(tmp_path / "issue13.csv")],
+                          str(tmp_path / "report.md"), "--issue13", str(tmp_path / "issue13.csv"),
+                          "--issue22", str(tmp_path / "issue22.csv")],
                          capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
     text = (tmp_path / "report.md").read_text()
@@ -174,3 +175,70 @@ def test_paper_passthrough_cost_and_the_report_files(tmp_path):
     i13 = pd.read_csv(tmp_path / "issue13.csv")  # the same rows as the report's issue-13 table
     assert len(i13) == 4 and i13["row"].str.contains("kernel FUSE passthrough").sum() == 2
     assert "earlier (issue 13)" in i13.columns and set(i13["system_kind"]) == {rec["system_kind"]}
+    i22 = pd.read_csv(tmp_path / "issue22.csv")  # no refined OSR in this record: no rows, the columns named
+    assert len(i22) == 0 and "verdict" in i22.columns
+    assert "## Issue 22: refined OSR against native and the FUSE ceiling" in text
+
+
+NAT5 = [0.30, 0.20, 0.40, 0.30, 0.25]
+
+
+def scaled(base, *factors):
+    return [round(b * f, 6) for b, f in zip(base, factors)]
+
+
+@pytest.mark.parametrize("ceil_f, map_f, verdict, bound", [
+    # refined OSR (map) at 0.96-0.99x native, the ceiling at 0.98-1.0x: the target is met
+    ([1.0, 0.99, 0.98, 1.0, 0.99], [0.99, 0.97, 0.96, 0.98, 0.96], "met", "at native (0.97x >= 0.95x)"),
+    # the contradicting case: the ceiling itself only reaches 0.8x native and the variant is within 10 %
+    # of it -> not met, bound by the FUSE path
+    ([0.8, 0.82, 0.78, 0.8, 0.79], [0.76, 0.8, 0.74, 0.77, 0.75], "not met",
+     "the FUSE path: 0.95x the FUSE ceiling, which itself reaches only 0.80x"),
+    # the ceiling near native, the variant at half of it -> not met, the file system's own work
+    ([0.97, 0.99, 0.96, 0.98, 0.97], [0.5, 0.49, 0.48, 0.5, 0.52], "not met", "the file system's own work: 0.51x"),
+    # a median above 1.0 of native: never met, a measurement error
+    ([1.0, 1.0, 1.0, 1.0, 1.0], [1.1, 1.05, 1.2, 0.9, 1.02], "measurement error", "at native"),
+])
+def test_issue22_ratios_bound_and_verdict_follow_the_data(ceil_f, map_f, verdict, bound):
+    ceil = scaled(NAT5, *ceil_f)
+    mp = scaled(NAT5, *map_f)
+    rec = record({("native", "sha256sum"): NAT5, ("osr-refined-map", "sha256sum"): mp,
+                  ("fuse-ceiling", "sha256sum"): ceil, ("osr-refined", "sha256sum"): scaled(NAT5, *[0.5] * 5)})
+    for m in rec["metrics"]:  # the load beside every reader
+        if m["metric"] == "throughput":
+            rec["metrics"].append(rawio.metric("load1", 3.0 + m["labels"]["rep"], "load", **m["labels"]))
+    t = sr.issue22(rec, sr.throughput(rec)).set_index(["variant", "tool"])
+    r = t.loc[("osr-refined-map", "sha256sum")]
+    assert r["verdict"].startswith(verdict), r["verdict"]
+    assert r["bound"].startswith(bound), r["bound"]
+    xn, xc = sorted(map_f), sorted(m / c for m, c in zip(map_f, ceil_f))
+    assert r["x native: min / median / max"] == f"{xn[0]:.2f} / {xn[2]:.2f} / {xn[4]:.2f}"
+    assert r["x ceiling: min / median / max"] == f"{xc[0]:.2f} / {xc[2]:.2f} / {xc[4]:.2f}"
+    cn = sorted(ceil_f)
+    assert r["ceiling x native: min / median / max"] == f"{cn[0]:.2f} / {cn[2]:.2f} / {cn[4]:.2f}"
+    above = sum(1 for f in map_f if f > 1.0)
+    assert (r["rounds above 1.0 (measurement errors)"] == "none") is (above == 0 and all(x <= 1.0 for x in xc))
+    if above:
+        assert f"{above} of 5 x native" in r["rounds above 1.0 (measurement errors)"]
+    assert r["rounds"] == 5 and r["load (1 min) over the rounds"] == "3.0-7.0"
+    assert r["target"] == ">= 0.95x native"
+    # refined OSR without map_source at 0.5x native: never met whatever the other rows say
+    assert t.loc[("osr-refined", "sha256sum"), "verdict"] in ("not met",)
+    # the work ratio: every reader 0.5 s CPU, every file system 0.2 s (record()): 0.5 / 0.7 per round
+    assert r["CPU x native: min / median / max"] == "0.71 / 0.71 / 0.71"
+    # the table's per-round ratios to the ceiling are in the throughput table too
+    thr = sr.throughput(rec)
+    assert row(thr, "osr-refined-map", "sha256sum").ceiling_ratio_median == pytest.approx(xc[2])
+
+
+def test_issue22_without_a_ceiling_says_so_and_the_ceiling_counters_show():
+    rec = record({("native", "sha256sum"): NAT5, ("osr-refined", "sha256sum"): scaled(NAT5, *[0.8] * 5)})
+    r = sr.issue22(rec, sr.throughput(rec)).set_index(["variant", "tool"]).loc[("osr-refined", "sha256sum")]
+    assert r["bound"].startswith("unknown: no FUSE ceiling") and r["verdict"] == "not met"
+    assert r["x ceiling: min / median / max"] == "-"
+    mib = 1 << 20
+    stats = [{"variant": "fuse-ceiling", "tool": "dd", "nodes": 1, "rep": i,
+              "stats": {"fuseceiling": {"read_reqs": 256, "read_bytes": 256 * mib}}} for i in range(3)]
+    rec = record({**NATIVE, ("fuse-ceiling", "dd"): [3.0, 1.0, 6.0]}, fs_stats=stats)
+    b = sr.breakdown(rec).set_index(["variant", "tool"]).loc[("fuse-ceiling", "dd")]
+    assert b["READ requests at the server"] == 256 and b["mean request KiB"] == pytest.approx(1024.0)
