@@ -140,7 +140,7 @@ def checks(alloc: Allocation, pl: Plan, driver: dict, daemons: dict, tasks: dict
     served = [str(v.get("serves", "")) for v in daemons.values()]
     nodes = {v.get("node") for k, v in daemons.items() if not str(v.get("serves", "")).startswith("mount ")}
     out = {"one_host": not pl.multi_host}
-    if pl.multi_host:
+    if pl.multi_host and daemons:  # none for Lustre's mdtest: its file side is the directory itself
         out["driver_apart_from_daemons"] = driver.get("node") not in nodes
         out["daemons_on_planned_nodes"] = sorted(nodes) == sorted(set(pl.hosts or []))
         out["no_loopback_service"] = not any(s.startswith("127.") for s in served)

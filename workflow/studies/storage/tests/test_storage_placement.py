@@ -104,6 +104,7 @@ def test_placement_checks_fail_on_contradicting_records():
         [{"node": "c1", "mount": {"exists": False}}], 2))
     assert not c["driver_apart_from_daemons"] and not c["daemons_on_planned_nodes"]
     assert not c["no_loopback_service"] and not c["mdtest_tasks_see_the_mount"]
+    assert placement.checks(alloc, pl, driver, {}, tasks) == {"one_host": False, "mdtest_tasks_see_the_mount": True}
     squeezed = {k: dict(v, node="c1") for k, v in good.items() if k != "fuse"}  # all on one system node
     assert not placement.checks(alloc, pl, driver, squeezed)["daemons_on_planned_nodes"]
 
