@@ -69,7 +69,8 @@ def test_torchserve_bart_summarises_through_generate(serve):
     code, ans, _ = post(url, payloads.text(TINY["text_words"]).encode(), OCTET)
     assert code == 200 and isinstance(ans["summary"], str) and ans["summary"]
     assert ans["tokenizer"] == "word-hash-stand-in" and ans["weights"] == "random-from-config"
-    assert 1 <= ans["new_tokens"] <= TINY["max_new_tokens"]  # the new-token budget holds
+    assert ans["new_tokens"] == TINY["max_new_tokens"]  # random weights: the stated length, exactly
+    assert ans["device"] == "cpu" and ans["input_tokens"] == TINY["text_words"] + 3  # <s>, words, '.', </s>
     assert len(ans["summary"].split()) == ans["new_tokens"]
     code, _, _ = post(url, b"   ", OCTET)
     assert code == 400
