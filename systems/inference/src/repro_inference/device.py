@@ -48,12 +48,17 @@ def _smi(query: str) -> list[list[str]]:
 
 
 def _visible(rows: list) -> list:
-    """The GPUs this process may use (CUDA_VISIBLE_DEVICES as indices; empty or -1 = none)."""
+    """The GPUs this process may use: CUDA_VISIBLE_DEVICES by index or UUID; empty, -1 or NoDevFiles = none.
+    Where Slurm's device cgroup renumbers (CUDA_VISIBLE_DEVICES=0 while nvidia-smi shows only the job's
+    GPU under its physical index), the first as many GPUs nvidia-smi shows."""
     cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
     if cvd is None:
         return rows
-    want = [c.strip() for c in cvd.split(",") if c.strip() and c.strip() != "-1"]
-    return [r for r in rows if r[0] in want or r[1] in want]
+    want = [c.strip() for c in cvd.split(",") if c.strip() and c.strip() not in ("-1", "NoDevFiles")]
+    if not want:
+        return []
+    match = [r for r in rows if r[0] in want or r[1] in want]
+    return match or rows[:len(want)]
 
 
 def gpus() -> list[dict]:

@@ -146,6 +146,8 @@ def test_a_fake_gpu_is_described_and_sampled(fake_gpu, monkeypatch):
     t_mid = s.samples[len(s.samples) // 2]["t"]
     assert dev.summarise(s.samples, "x", t_mid, None)["gpu_samples"] < summ["gpu_samples"]
     assert dev.GpuSampler("cpu").start().stop()["gpu_samples"] == 0
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # a cgroup-renumbered job GPU: still the one shown
+    assert dev.describe("cuda")["gpus_visible"] == 1
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # a job given no GPU sees none, even where one exists
     with pytest.raises(dev.NoGPU):
         dev.require("cuda")
