@@ -35,7 +35,8 @@ SCHED = 1  # the locality design's scheduler node (mtcwf.run: extra.scheduler_no
 PAPER = ("004 Section 2.4.2 ('AMFS is unable to run this workflow because the \"scheduler node\" crashes'), "
          "Table 2.3")
 # Table 2.3 (Montage 6, AMFS): scheduler node vs other nodes, GB
-TABLE23 = "Table 2.3 (AMFS, Montage 6): scheduler node 19/17/16/16 GB vs other nodes 9.5/5.5/3.0/1.8 GB at 8/16/32/64 nodes"
+TABLE23 = ("Table 2.3 (AMFS, Montage 6): scheduler node 19/17/16/16 GB vs other nodes 9.5/5.5/3.0/1.8 GB "
+           "at 8/16/32/64 nodes")
 OOM_SIGNS = ("enospc",)
 
 
@@ -72,7 +73,8 @@ def run_row(raw: str, rec: dict | None) -> dict:
     row["failure"] = str(rec.get("failure", ""))[:300]
     nodes = ((rec.get("extra") or {}).get("at_failure") or {}).get("nodes") or []
     row["oom_nodes"] = ";".join(str(n["node"]) for n in nodes if int(n.get("memfs_enospc") or 0) > 0)
-    row["scheduler_enospc"] = sum(int(n.get("memfs_enospc") or 0) for n in nodes if n["node"] == SCHED) if nodes else None
+    row["scheduler_enospc"] = (sum(int(n.get("memfs_enospc") or 0) for n in nodes if n["node"] == SCHED)
+                               if nodes else None)
     row["other_enospc"] = sum(int(n.get("memfs_enospc") or 0) for n in nodes if n["node"] != SCHED) if nodes else None
     return row
 
@@ -115,7 +117,8 @@ def build(t: pd.DataFrame, limit_mb: int, ref_mb: int, node_count: int) -> list[
         s = sweep[(sweep.design == d) & (sweep.status == "ok") & (sweep.mosaic_ok == True)]  # noqa: E712
         need[d] = int(s.mb.min()) if len(s) else None
     tried = sorted(int(x) for x in sweep.mb.dropna().unique())
-    ref = (f"unlimited reference ({ref_mb} MB): MemFS data per node {rm.scheduler_data_MB:.2f}/{rm.other_data_MB:.2f} MB, "
+    ref = (f"unlimited reference ({ref_mb} MB): MemFS data per node "
+           f"{rm.scheduler_data_MB:.2f}/{rm.other_data_MB:.2f} MB, "
            f"locality scheduler node {rl.scheduler_data_MB:.2f} MB vs other {rl.other_data_MB:.2f} MB"
            if rl is not None and rm is not None and rl.status == "ok" and rm.status == "ok"
            else f"unlimited reference ({ref_mb} MB): locality {describe(rl)}; MemFS {describe(rm)}")
@@ -123,7 +126,8 @@ def build(t: pd.DataFrame, limit_mb: int, ref_mb: int, node_count: int) -> list[
                and (need["locality"] is None or limit_mb < need["locality"]))
     ratio = ""
     if need["memfs"] is not None and rm is not None and rm.status == "ok":
-        ratio = (f" (MemFS's smallest completing limit is {need['memfs'] / max(rm.scheduler_data_MB, rm.other_data_MB):.1f}x"
+        biggest = max(rm.scheduler_data_MB, rm.other_data_MB)
+        ratio = (f" (MemFS's smallest completing limit is {need['memfs'] / biggest:.1f}x"
                  " its largest per-node data)")
     margin = (f"limit {limit_mb} MB per node {'lies' if between else 'does NOT lie'} between MemFS's smallest "
               f"completing limit ({need['memfs']} MB) and the locality design's ({need['locality']} MB) over the "
@@ -151,8 +155,9 @@ def build(t: pd.DataFrame, limit_mb: int, ref_mb: int, node_count: int) -> list[
         holds2 = False
     else:
         holds2 = need["locality"] is None or need["memfs"] < need["locality"]
-    out.append(K.shape_claim(c, holds2, f"MemFS {need['memfs'] or 'none of'} MB, locality {need['locality'] or 'none of'}"
-                             f" MB (sweep {tried} MB)", "MemFS completes where AMFS's scheduler node is full"))
+    out.append(K.shape_claim(c, holds2, f"MemFS {need['memfs'] or 'none of'} MB, "
+                             f"locality {need['locality'] or 'none of'} MB (sweep {tried} MB)",
+                             "MemFS completes where AMFS's scheduler node is full"))
     return out
 
 

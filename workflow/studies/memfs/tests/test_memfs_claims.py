@@ -59,11 +59,13 @@ def envelope_table() -> pd.DataFrame:
                 for (d, size), ops in ENV.items():
                     for op, bw in ops.items():
                         v = bw * n * f * j
-                        rows.append(_row("envelope", f"{op}_bw", v, "MB/s", rep, network=net, design=d, nodes=n, size=size))
+                        rows.append(_row("envelope", f"{op}_bw", v, "MB/s", rep, network=net, design=d, nodes=n,
+                                         size=size))
                         tput = ops["read11"] * 1000 * n * f * j if (d, op) == ("locality", "readN1") else v * 1000
                         rows.append(_row("envelope", f"{op}_tput", tput, "ops/s", rep, network=net, design=d, nodes=n,
                                          size=size))
-                    rows.append(_row("envelope", "fuse_rss_max", 2e8, "B", rep, network=net, design=d, nodes=n, size=size))
+                    rows.append(_row("envelope", "fuse_rss_max", 2e8, "B", rep, network=net, design=d, nodes=n,
+                                     size=size))
                 rates = {("memfs", "create"): 1000 * n, ("memfs", "open"): 3000 * n,
                          ("locality", "create"): 1500 * n ** 0.5, ("locality", "open"): 10000 * n}
                 for (d, op), v in rates.items():
@@ -100,7 +102,8 @@ def test_envelope_claims_hold_on_numbers_that_follow_the_paper():
     cl = envelope_claims(envelope_table())
     shape = {k: c.verdict for k, c in cl.items() if c.kind == "shape"}
     assert shape.pop("fig216-bandwidth-microbenchmark") == "not run"
-    assert shape and all(v == "reproduced" for v in shape.values()), {k: v for k, v in shape.items() if v != "reproduced"}
+    assert shape and all(v == "reproduced" for v in shape.values()), \
+        {k: v for k, v in shape.items() if v != "reproduced"}
     assert "not reproducible here, because" in cl["fig216-bandwidth-microbenchmark"].reproduced
 
 
@@ -191,7 +194,8 @@ def test_the_locality_n1_read_is_labelled_a_unicast_stand_in():
 # ----------------------------------------------------------------------------- workflows
 CLUSTER = {"vertical": {"nodes": [64], "tasks_per_node": [1, 2, 4, 8]},
            "horizontal": {"nodes": [8, 16, 32, 64], "tasks_per_node": [4, 8]}}
-LOCAL = {"vertical": {"nodes": [4], "tasks_per_node": [1, 2]}, "horizontal": {"nodes": [1, 2, 4], "tasks_per_node": [1]}}
+LOCAL = {"vertical": {"nodes": [4], "tasks_per_node": [1, 2]},
+         "horizontal": {"nodes": [1, 2, 4], "tasks_per_node": [1]}}
 
 
 def wf_time(app, design, n, k):
@@ -265,7 +269,8 @@ WF_CONTRADICTIONS = {
     # as fast at 8 tasks/node: not "much faster"
     "W8b": lambda a, d, n, k, v: 100 / (n * k) if (a, d, k) == ("blast", "locality", 8) else v,
     # the locality design scales to 8 tasks/node too
-    "W9-montage": lambda a, d, n, k, v: 0.5 * wf_time(a, d, n, 4) if (a, d, n, k) == ("montage", "locality", 64, 8) else v,
+    "W9-montage": lambda a, d, n, k, v: (0.5 * wf_time(a, d, n, 4) if (a, d, n, k) == ("montage", "locality", 64, 8)
+                                         else v),
     # MemFS stops scaling at 4 tasks/node
     "W9-blast": lambda a, d, n, k, v: wf_time(a, d, n, 4) if (a, d, n, k) == ("blast", "memfs", 64, 8) else v,
     # at 32 nodes 8 tasks/node beat 4
