@@ -338,7 +338,7 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, al
                     raise RuntimeError(f"{stack} unhealthy after the run:\n{dead}")
             except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
                 failed += 1
-                rec["extra"] = {"tool_output": layout.tool_dir(raw)}
+                rec["extra"] = {"tool_output": layout.tool_dir(raw), "placement": placement_of()}
                 dead = stack_status(stack, state) if needs_daemons else None
                 why = f"{e}" + (f"\nstack status:\n{dead}" if dead else "")
                 rawio.write_failure(raw, rec, why)
