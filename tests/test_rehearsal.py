@@ -116,6 +116,13 @@ def test_records_are_matched_to_their_job_by_wildcards():
     m = rh.match_job("results/mpifuse/raw/source~home/nodes~1/size~1KB/rep~0/osr.json", {}, jobs, NAMES)
     assert m["job_id"] == "31"
     assert rh.match_job("results/mpifuse/raw/source~scratch/nodes~1/size~1KB/rep~0/osr.json", {}, jobs, NAMES) is None
+    # the same wildcards run twice (failed, then resumed) on different nodes: the job whose nodes it names
+    again = [job(JobId="40", NodeList="node[0-1]", Comment="rule_smoke_run_wildcards_1"),
+             job(JobId="41", NodeList="node[2-3]", Comment="rule_smoke_run_wildcards_1")]
+    rec = {"status": "ok", "extra": {"ranks": [{"node": "node0"}, {"node": "node1"}]}}
+    assert rh.match_job("results/smoke/raw/nodes~1/rep~0.json", rec, again, NAMES)["job_id"] == "40"
+    rec = {"status": "ok", "extra": {"ranks": [{"node": "node2"}, {"node": "node3"}]}}
+    assert rh.match_job("results/smoke/raw/nodes~1/rep~0.json", rec, again, NAMES)["job_id"] == "41"
     # a path with more parts than the rule's wildcards (one file per variant of one job)
     m = rh.match_job("results/mpifuse/failed/source~home/variant~osr/nodes~3/size~1KB/rep~0.json", {}, jobs, NAMES)
     assert m["job_id"] == "30"

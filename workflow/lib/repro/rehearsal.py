@@ -173,6 +173,10 @@ def match_job(relpath: str, rec: dict, jobs: list[dict], node_names: set[str]) -
     # when its wildcards are the "_"-join of an in-order subsequence of the path's values
     joins = {"_".join(c) for r in range(1, len(vals) + 1) for c in itertools.combinations(vals, r)}
     cands = [j for j in jobs if j["rule"].startswith(study + "_") and j["wildcards"] in joins]
+    if len(cands) > 1:  # the same job run twice (a failure, then a resume): the one whose nodes the record names
+        used = set(measured_placement(rec, node_names)["nodes"])
+        fitting = [j for j in cands if used and used <= set(expand_nodelist(j["nodelist"]))]
+        cands = fitting or cands
     return max(cands, key=lambda j: int(j["job_id"])) if cands else None
 
 
