@@ -37,8 +37,12 @@ class StackError(RuntimeError):
 
 
 def say(msg: str) -> None:
-    """Progress for people: on stderr, so that stdout carries only the JSON result."""
-    print(msg, file=sys.stderr, flush=True)
+    """Progress for people: on stderr, so that stdout carries only the JSON result. Never raises
+    (a reader gone must not skip a clean-up that follows a progress line)."""
+    try:
+        print(msg, file=sys.stderr, flush=True)
+    except (BrokenPipeError, OSError):
+        pass
 
 
 def log_tail(path: Path, lines: int = 40) -> str:

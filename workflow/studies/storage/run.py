@@ -54,7 +54,13 @@ MDBENCH_DIR_OPS = ("dir_read", "dir_rename")  # mdbench prints these too (mdtest
 
 
 def say(msg: str) -> None:
-    print(f"[storage {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+    """Progress on stdout; never raises: a reader gone (a killed parent holding the pipe) must not
+    skip the `finally` that brings the stack down (seen: a Ceph stack left running after the test
+    process that read this job's output was killed)."""
+    try:
+        print(f"[storage {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+    except (BrokenPipeError, OSError):
+        pass
 
 
 def _terminate(signum, frame):

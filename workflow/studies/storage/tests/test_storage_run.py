@@ -184,3 +184,30 @@ def test_a_daemon_killed_mid_run_fails_the_job_with_its_log(study, stack, daemon
     assert f"{stack}: down" in out
     assert not processes_mentioning(str(cwd / "work"))
     assert not mounts_under(cwd / "work")
+
+
+def test_a_reader_gone_does_not_leave_the_stack_running(tmp_path):
+    """The job's stdout reader dies (its pipe closed after the first line, as when the test process or
+    a terminal reading it is killed): progress lines then fail with EPIPE, and before the fix the
+    first one inside `finally` skipped the stack's `down` (a Ceph stack was found running 25 min
+    later). Now the job still brings its stack down and leaves nothing."""
+    for tool in ("tools/cosbench/build/cosbench-driver",):
+        if not (REPO / tool).exists():
+            pytest.skip(f"{tool} not built (./repro setup)")
+    cfg = section(repeats=1, stacks=["lustre-minio"],
+                  cosbench={"sizes": ["4KB"], "workers": [1, 2], "objects": 4, "runtime": 2, "interval": 1},
+                  paths={"work_dir": str(tmp_path / "work")})
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    cmd = [sys.executable, "-m", "studies.storage.run", "stack", "--config", f"@{tmp_path}/cfg.json", "--rep", "0",
+           "--stack", "lustre-minio", "--benchmark", "cosbench"]
+    p = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    for line in p.stdout:  # until the stack is up
+        if b": up in " in line:
+            break
+    p.stdout.close()  # the reader is gone
+    p.wait(timeout=300)
+    left = processes_mentioning(str(tmp_path / "work"))
+    if left:  # (the old code) bring it down so that the failure leaves nothing behind
+        subprocess.run([sys.executable, str(REPO / "systems/minio/stack.py"), "down", "--state",
+                        str(next((tmp_path / "work").glob("lustre-minio-cosbench-rep0-*[0-9]")))], capture_output=True)
+    assert not left, left
