@@ -281,7 +281,7 @@ kill_ns() {
 
 down() {
     local ns f
-    for f in "$DIR"/pids/slurmd-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+    # every node at once: SIGTERM to all processes of its namespace (slurmd, steps, jobs)
     for ns in $(our_namespaces); do kill_ns "$ns" TERM; done
     for _ in $(seq 30); do
         local left=0
@@ -290,6 +290,7 @@ down() {
         sleep 0.1
     done
     for ns in $(our_namespaces); do kill_ns "$ns" KILL; done
+    for f in "$DIR"/pids/slurmd-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
     sleep 0.1
     for ns in $(our_namespaces); do ip netns del "$ns" 2>/dev/null || true; done
     for f in /sys/class/net/"${TAG}"n*; do [ -e "$f" ] && ip link del "$(basename "$f")" 2>/dev/null || true; done
