@@ -29,6 +29,7 @@ file (repro.raw/1); its load_start/load_end say how busy the machine was.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import resource
@@ -45,7 +46,7 @@ from studies.mpifuse import run as mb
 REPO = Path(__file__).resolve().parents[3]
 DD_RE = re.compile(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s,", re.M)
 CEILING = "fuse-ceiling"  # the speed variant (and its "mode") of tools/fuseceiling
-CEILING_FILE = "speed-ceiling.bin"  # the file the ceiling serves (preloaded pattern)
+CEILING_FILE = "speed-ceiling-{i}.bin"  # the files the ceiling serves (preloaded pattern), one per read
 # speed.variants -> (mode: an mpifuse mode, "kpassthrough", CEILING or None for native; extra options)
 MODES = {"native": (None, {}), "passthrough": ("passthrough", {}), "osr": ("osr", {}),
          "osr-refined": ("osr-refined", {}), "kpassthrough": (kpt.VARIANT, {}),
@@ -144,32 +145,54 @@ def ceiling_sha256(size: int) -> str:
 
 
 class CMount:
-    """The FUSE ceiling on this rank: tools/fuseceiling at `mnt` serving one preloaded file of
-    `size` bytes (CEILING_FILE) from its memory, with `options` (ceiling_options). Same interface as
-    kpt.KMount for the benchmark: pid, stats(), stop(); sha = the file's sha256."""
+    """The FUSE ceiling on this rank: tools/fuseceiling at `mnt` serving `count` preloaded files of
+    `size` bytes (CEILING_FILE) from its memory, with `options` (ceiling_options). Mounted once per
+    job, before the first round, so that its daemon (like libmpifuse's FUSE thread in the long-lived
+    rank) has been idle when it serves a timed read, never just after generating its data (a fresh
+    daemon that had just burnt a CPU-second on its preload served sha256sum consistently slower than
+    the file systems it bounds at load 5-14); every read takes a file never opened before (a fresh
+    inode, no page cache to drop at open, as the mpifuse variants' fresh files). sha = the files'
+    sha256 (all equal); stats() = its cumulative counters (the benchmark keeps differences)."""
 
     _sha: dict[int, str] = {}
 
-    def __init__(self, mnt: str, options: list[str], size: int, timeout: float):
+    def __init__(self, mnt: str, options: list[str], size: int, count: int, timeout: float):
         from tools.fuseceiling import ceiling
 
         self.options = list(options)
         if size not in CMount._sha:
             CMount._sha[size] = ceiling_sha256(size)
         self.sha = CMount._sha[size]
-        self.m = ceiling.Mount(mnt, self.options, preload=[(CEILING_FILE, size)], timeout=max(60.0, timeout),
-                               binary=ceiling_binary())
+        self.mnt, self.count, self.used = mnt, count, 0
+        self.m = ceiling.Mount(mnt, self.options, preload=[(CEILING_FILE.format(i=i), size) for i in range(count)],
+                               timeout=max(60.0, timeout), binary=ceiling_binary())
         try:
             self.m.__enter__()
         except RuntimeError as exc:
             raise OSError(5, str(exc)) from exc
         self.pid = self.m.proc.pid
 
+    def next_file(self) -> str:
+        """The path of the next never-read file."""
+        if self.used >= self.count:
+            raise RuntimeError(f"the FUSE ceiling has no unread file left ({self.count} preloaded)")
+        self.used += 1
+        return os.path.join(self.mnt, CEILING_FILE.format(i=self.used - 1))
+
     def stats(self) -> dict:
         return self.m.stats()
 
     def stop(self) -> None:
         self.m.__exit__(None, None, None)
+
+
+def counters_delta(before: dict, after: dict) -> dict:
+    """fuseceiling's counters over one read: numeric top-level counters as differences (read_max and
+    the negotiated `fuse` values as they stand after it)."""
+    out = {k: (v - before.get(k, 0) if isinstance(v, (int, float)) and not isinstance(v, bool)
+               and k not in ("read_max", "write_max", "files", "bytes_stored") else v)
+           for k, v in after.items()}
+    return out
 
 
 def children_cpu() -> float:
@@ -230,13 +253,21 @@ def main() -> int:
         if mode == kpt.VARIANT:
             return kpt.KMount(mb.read_dir(src, node), mnt, os.path.join(top, f"{stats_name}-rank{rank}.json"))
         if mode == CEILING:
-            return CMount(mnt, ceiling_options(cfg), size, timeout)
+            return CMount(os.path.join(top, f"ceiling{rank}"), ceiling_options(cfg), size,
+                          2 * sp["repeats"], timeout)
         o = dict(layout.fs_options(cfg, mode), timeout=int(timeout), **(extra or {}))
         return mpifuse.start(comm, mode, mb.read_dir(src, node), mnt, **o), o
 
     dd = (lambda p: ["dd", f"if={p}", "of=/dev/null", "bs=1M"])
     sha = (lambda p: ["sha256sum", p])
     orders = []
+    ceiling_fs, ceiling_why = None, ""
+    if rank == 1 and any(m == CEILING for _, m, _ in plan):  # once per job, before the first round
+        try:
+            ceiling_fs = start_fs(None, CEILING, 1)
+            atexit.register(ceiling_fs.stop)  # also when a later step fails (stop is idempotent)
+        except OSError as exc:
+            ceiling_why = f"file system did not start: {exc}"
     for rep in range(sp["repeats"]):
         # 1. one node: every variant, dd and sha256sum, in an order that rotates by one every repeat
         # (interleaved, and no variant always runs first or last in its round: a load that moves
@@ -250,7 +281,9 @@ def main() -> int:
                 if rank == 1 and mode:
                     try:
                         if mode == CEILING:
-                            fs = start_fs(None, mode, 1)
+                            if ceiling_why:
+                                raise OSError(5, ceiling_why)
+                            fs = ceiling_fs
                             notes.setdefault(variant, {"options": {"fuseceiling": " ".join(fs.options)},
                                                        "like": CEILING_LIKE,
                                                        "system": "tools/fuseceiling (libfuse3 low-level, memory)"})
@@ -267,14 +300,16 @@ def main() -> int:
                 if rank == 1 and not why:
                     base = src["read"].format(node=1) if not mode else mnt
                     # the ceiling serves its own preloaded file of the same size (no source behind it)
-                    rel, want = (CEILING_FILE, fs.sha) if mode == CEILING else (info["rel"], info["sha"])
                     try:
+                        path, want = ((fs.next_file(), fs.sha) if mode == CEILING else
+                                      (os.path.join(base, info["rel"]), info["sha"]))
+                        c_before = fs.stats() if mode == CEILING else None
                         # warm the source's page cache first, so both sides read the same cached source
                         reader(dd, os.path.join(mb.read_dir(src, 1), info["rel"]))
                         kp = fs.pid if mode in (kpt.VARIANT, CEILING) else "self"
                         c0, ch0 = kpt.cpu_s(kp), children_cpu()
                         t0 = MPI.Wtime()
-                        r = reader(cmdf, os.path.join(base, rel))
+                        r = reader(cmdf, path)
                         t = MPI.Wtime() - t0
                         c1, ch1 = kpt.cpu_s(kp), children_cpu()
                         res = {"time": t, "reader_cpu": ch1 - ch0, "fs_cpu": c1 - c0,
@@ -294,14 +329,14 @@ def main() -> int:
                             res["stats"] = st
                             res["server_read_requests"] = kpt.read_requests(st)
                         elif mode == CEILING:
-                            res["stats"] = {"fuseceiling": fs.stats()}
+                            res["stats"] = {"fuseceiling": counters_delta(c_before, fs.stats())}
                         elif fs:
                             res["stats"] = fs.stats()
                             notes[variant]["stats_sample"] = {k: res["stats"].get(k) for k in
                                                               ("max_read", "fuse_threads", "mpi_thread_level")}
                     except (RuntimeError, OSError) as exc:
                         why = str(exc)
-                if fs is not None:
+                if fs is not None and mode != CEILING:
                     fs.stop()
                 mb.idle_barrier(world)
                 res, why = world.bcast((res, why), root=1)
@@ -374,6 +409,8 @@ def main() -> int:
                 if rank == 0:
                     os.unlink(os.path.join(src["write"], info["rel"]))
                 mb.idle_barrier(world)
+    if ceiling_fs is not None:
+        ceiling_fs.stop()
     # 3. idle CPU: mounted on kmax ranks, no reads for idle_s seconds
     idle = []
     for mode in idle_plan(plan) if sp["idle_s"] > 0 else []:

@@ -226,9 +226,21 @@ def test_issue22_ratios_bound_and_verdict_follow_the_data(ceil_f, map_f, verdict
     assert t.loc[("osr-refined", "sha256sum"), "verdict"] in ("not met",)
     # the work ratio: every reader 0.5 s CPU, every file system 0.2 s (record()): 0.5 / 0.7 per round
     assert r["CPU x native: min / median / max"] == "0.71 / 0.71 / 0.71"
+    assert r["reader-CPU bound: native / ceiling reader CPU (medians)"] == pytest.approx(1.0)  # record(): 0.5 s each
     # the table's per-round ratios to the ceiling are in the throughput table too
     thr = sr.throughput(rec)
     assert row(thr, "osr-refined-map", "sha256sum").ceiling_ratio_median == pytest.approx(xc[2])
+
+
+def test_issue22_reader_cpu_bound_follows_the_readers_cpu():
+    rec = record({("native", "sha256sum"): NAT5, ("osr-refined", "sha256sum"): scaled(NAT5, *[0.85] * 5),
+                  ("fuse-ceiling", "sha256sum"): scaled(NAT5, *[0.9] * 5)})
+    for m in rec["metrics"]:  # the reader spends 0.6 s on the ceiling against native's 0.5 s
+        if m["metric"] == "reader_cpu" and m["labels"]["variant"] == "fuse-ceiling":
+            m["value"] = 0.6
+    r = sr.issue22(rec, sr.throughput(rec)).set_index(["variant", "tool"]).loc[("osr-refined", "sha256sum")]
+    assert r["reader-CPU bound: native / ceiling reader CPU (medians)"] == pytest.approx(0.5 / 0.6)
+    assert r["bound"].startswith("the FUSE path: 0.94x the FUSE ceiling, which itself reaches only 0.90x")
 
 
 def test_issue22_without_a_ceiling_says_so_and_the_ceiling_counters_show():
