@@ -104,6 +104,13 @@ def test_study_checks_raw_complete_and_claims(tmp_path):
                        NAMES, dry_run_clean=True)
     assert r["checks"]["raw_complete"]["ok"] is False
     assert any("NODE_FAIL" in e for e in r["checks"]["raw_complete"]["evidence"])
+    # resumed: the same rule and wildcards completed by a later job -- the failure no longer counts
+    (tmp_path / "results/smoke/failed/nodes~1/rep~0.json").unlink()
+    r = rh.judge_study(tmp_path, "smoke", jobs + [
+        job(JobId="20", JobState="NODE_FAIL", NodeList="node[0-1]", NumNodes="2", Comment="rule_smoke_run_wildcards_1"),
+        job(JobId="21", NodeList="node[0-1]", NumNodes="2", Comment="rule_smoke_run_wildcards_1")],
+        NAMES, dry_run_clean=True)
+    assert r["checks"]["raw_complete"]["ok"] is True, r["checks"]["raw_complete"]
     # claims: a missing verdict, a 'not run' that does not say why
     (tmp_path / "results/smoke/claims.csv").write_text("claim_id,verdict,note\nc1,,\nc2,not run,\n")
     c = rh.claims_check(tmp_path, "smoke")
@@ -123,6 +130,10 @@ def test_records_are_matched_to_their_job_by_wildcards():
     assert rh.match_job("results/smoke/raw/nodes~1/rep~0.json", rec, again, NAMES)["job_id"] == "40"
     rec = {"status": "ok", "extra": {"ranks": [{"node": "node2"}, {"node": "node3"}]}}
     assert rh.match_job("results/smoke/raw/nodes~1/rep~0.json", rec, again, NAMES)["job_id"] == "41"
+    # two rules with the same wildcard values: the one the path names
+    two = [job(JobId="50", Comment="rule_inference_ceiling_wildcards_0"),
+           job(JobId="51", Comment="rule_inference_raw_rate_wildcards_0")]
+    assert rh.match_job("results/inference/raw/experiment~ceiling/users~4/rep~0.json", {}, two, NAMES)["job_id"] == "50"
     # a path with more parts than the rule's wildcards (one file per variant of one job)
     m = rh.match_job("results/mpifuse/failed/source~home/variant~osr/nodes~3/size~1KB/rep~0.json", {}, jobs, NAMES)
     assert m["job_id"] == "30"

@@ -173,6 +173,9 @@ def match_job(relpath: str, rec: dict, jobs: list[dict], node_names: set[str]) -
     # when its wildcards are the "_"-join of an in-order subsequence of the path's values
     joins = {"_".join(c) for r in range(1, len(vals) + 1) for c in itertools.combinations(vals, r)}
     cands = [j for j in jobs if j["rule"].startswith(study + "_") and j["wildcards"] in joins]
+    # several rules with the same wildcard values (a rep): the rule the path names (experiment~ceiling)
+    named = [j for j in cands if j["rule"].removeprefix(study + "_") in vals]
+    cands = named or cands
     if len(cands) > 1:  # the same job run twice (a failure, then a resume): the one whose nodes the record names
         used = set(measured_placement(rec, node_names)["nodes"])
         fitting = [j for j in cands if used and used <= set(expand_nodelist(j["nodelist"]))]
@@ -280,8 +283,15 @@ def judge_study(ws: Path, study: str, jobs: list[dict], node_names: set[str], *,
             checks[name] = check(not bad, bad[:10] or f"{len(judged_vals)} job(s) judged, all true")
     if unmatched:
         checks["records_matched"] = check(False, f"records no Slurm job of this run wrote: {unmatched[:10]}")
+    # a failed job whose rule and wildcards a later job completed (a resumed run) no longer counts
+    done = {}
+    for j in judged:
+        if j["state"] == "COMPLETED":
+            key = (j["rule"], j["wildcards"])
+            done[key] = max(done.get(key, 0), int(j["job_id"]))
     slurm_failed = [f"job {j['job_id']} ({j['rule']} {j['wildcards']}): {j['state']} {j['exit_code']}"
-                    for j in judged if j["state"] not in ("COMPLETED", "RUNNING", "PENDING")]
+                    for j in judged if j["state"] not in ("COMPLETED", "RUNNING", "PENDING")
+                    and done.get((j["rule"], j["wildcards"]), 0) < int(j["job_id"])]
     ev = []
     if dry_run_clean is False:
         ev.append("snakemake -n still has jobs to run (outputs missing)")
