@@ -112,9 +112,10 @@ def test_study_checks_raw_complete_and_claims(tmp_path):
         NAMES, dry_run_clean=True)
     assert r["checks"]["raw_complete"]["ok"] is True, r["checks"]["raw_complete"]
     # claims: a missing verdict, a 'not run' that does not say why
-    (tmp_path / "results/smoke/claims.csv").write_text("claim_id,verdict,note\nc1,,\nc2,not run,\n")
+    (tmp_path / "results/smoke/claims.csv").write_text("claim_id,verdict,note,reproduced\nc1,,,\nc2,not run,,not run\n"
+                                                        "c3,not run,,not run (fewer than two user counts)\n")
     c = rh.claims_check(tmp_path, "smoke")
-    assert c["ok"] is False and len(c["evidence"]) == 2
+    assert c["ok"] is False and len(c["evidence"]) == 2 and "c3" not in str(c["evidence"])
 
 
 def test_records_are_matched_to_their_job_by_wildcards():

@@ -251,8 +251,9 @@ def claims_check(ws: Path, study: str) -> dict:
                 v = (row.get("verdict") or "").strip()
                 if not v:
                     bad.append(f"{row.get('claim_id')}: no verdict")
-                elif v == "not run" and not (row.get("note") or "").strip():
-                    bad.append(f"{row.get('claim_id')}: 'not run' without saying why")
+                elif v == "not run" and not (row.get("note") or "").strip() and \
+                        not re.sub(r"^\s*not run\W*", "", row.get("reproduced") or "").strip():
+                    bad.append(f"{row.get('claim_id')}: 'not run' without saying why (no note, no reason)")
     return check(not bad and n > 0, bad[:10] or f"{n} claims in {[str(f.relative_to(ws)) for f in files]}, "
                  "each with a verdict")
 
