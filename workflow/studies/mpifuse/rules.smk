@@ -179,9 +179,11 @@ rule mpifuse_speed:
         mf_system_inputs,
         # built here for local runs; in an image-based (cluster) run a missing binary or a container
         # without CAP_SYS_ADMIN makes the variant a recorded failure, never a number
-        kpt=["systems/kpassthrough/build/kpassthrough"]
-        if "kpassthrough" in MF["speed"]["variants"] and MF_LOCAL_BUILD
-        else [],
+        kpt=(
+            ["systems/kpassthrough/build/kpassthrough"]
+            if "kpassthrough" in MF["speed"]["variants"] and MF_LOCAL_BUILD
+            else []
+        ),
         code=study_code("mpifuse", "speed", "run", "layout", "kpt")
         + ["tools/fuseceiling/ceiling.py", "tools/fuseceiling/fuseceiling.c"],
     output:
@@ -233,7 +235,12 @@ rule mpifuse_kick:
 
 rule mpifuse:
     input:
-        [MF_OUT["speed_table"], MF_OUT["speed_report"], MF_OUT["speed_issue13"], MF_OUT["speed_issue22"]]
+        [
+            MF_OUT["speed_table"],
+            MF_OUT["speed_report"],
+            MF_OUT["speed_issue13"],
+            MF_OUT["speed_issue22"],
+        ]
         if MF["speed"]["enabled"]
         else [],
         MF_OUT["claims"],

@@ -176,8 +176,9 @@ register_study(
     "stand_ins": MF_STAND_INS,
     "expected_times": {
         "setup_local": "none beyond ./repro setup (builds systems/mpifuse and systems/homefs)",
-        "run_local": "about 19 min on an idle 2-core machine (72 runs of 8 use cases + the 3-min speed "
-        "benchmark; the reference run measured 14.2 min), up to 27 min while other studies load the machine",
+        "run_local": "about 21 min on an idle 2-core machine (72 runs of 8 use cases + the speed benchmark, "
+        "about 5 min with 5 repeats and 8 variants; the reference run measured 14.2 min), up to 30 min while "
+        "other studies load the machine",
         "analysis_local": "< 1 min",
         "run_cluster": "480 jobs of n+1 nodes (n up to 24), about 8 h of job time at 10 repeats (8 use cases; 1 GB runs "
         "dominate), less where small-n jobs run side by side",
