@@ -75,6 +75,21 @@ def test_not_exclusive_too_few_tasks_and_missing_gpu_fail():
     assert rh.judge_job(gpu_job, recs, NAMES, gres_wanted="gpu:1")["checks"]["asked_what_used"]["ok"]
 
 
+def test_ranks_as_a_count():
+    rec = {"status": "ok", "extra": {"ranks": 4, "agents": [{"node": n} for n in sorted(NAMES)]}}  # a count
+    assert rh.judge_job(job(), [("results/memfs/raw/x~3/rep~0.json", rec)], NAMES)["checks"]["asked_what_used"]["ok"]
+    rec["extra"]["ranks"] = 6
+    c = rh.judge_job(job(), [("results/memfs/raw/x~3/rep~0.json", rec)], NAMES)["checks"]["asked_what_used"]
+    assert c["ok"] is False and "6 ranks but 4 tasks" in c["evidence"][0]
+
+
+def test_placement_under_list_keys():
+    rec = {"status": "ok", "host": "node0", "extra": {"cluster": {"slurm_nodes": ["node1", "node2", "node3"],
+                                                                  "driver_host": "node0", "nodes": 3}}}
+    m = rh.measured_placement(rec, NAMES)
+    assert m["nodes"] == sorted(NAMES) and m["where"]["node2"] == ["extra.cluster.slurm_nodes[1]"]
+
+
 def test_unmeasured_placement_is_not_taken_for_true():
     r = rh.judge_job(job(), [("results/smoke/raw/nodes~3/rep~0.json", {"status": "ok", "metrics": []})], NAMES)
     assert r["checks"]["apart"]["ok"] is False and "placement not measured" in r["checks"]["apart"]["evidence"]
@@ -135,6 +150,15 @@ def test_records_are_matched_to_their_job_by_wildcards():
     two = [job(JobId="50", Comment="rule_inference_ceiling_wildcards_0"),
            job(JobId="51", Comment="rule_inference_raw_rate_wildcards_0")]
     assert rh.match_job("results/inference/raw/experiment~ceiling/users~4/rep~0.json", {}, two, NAMES)["job_id"] == "50"
+    # the rule the path names, then the most specific wildcards
+    memfs = [job(JobId="60", Comment="rule_memfs_limit_run_wildcards_IPoIB_1_0"),
+             job(JobId="61", Comment="rule_memfs_envelope_run_wildcards_IPoIB_locality_1_1MiB_0"),
+             job(JobId="62", Comment="rule_memfs_metadata_run_wildcards_IPoIB_memfs_1_0")]
+    path = "results/memfs/raw/envelope/network~IPoIB/design~locality/nodes~1/size~1MiB/rep~0.json"
+    assert rh.match_job(path, {}, memfs, NAMES)["job_id"] == "61"
+    path = "results/memfs/raw/metadata/network~IPoIB/design~memfs/nodes~1/rep~0.json"
+    assert rh.match_job(path, {}, memfs, NAMES)["job_id"] == "62"
+    assert rh.match_job("results/memfs/raw/limit/network~IPoIB/nodes~1/rep~0.json", {}, memfs, NAMES)["job_id"] == "60"
     # a path with more parts than the rule's wildcards (one file per variant of one job)
     m = rh.match_job("results/mpifuse/failed/source~home/variant~osr/nodes~3/size~1KB/rep~0.json", {}, jobs, NAMES)
     assert m["job_id"] == "30"

@@ -53,6 +53,7 @@ NOT_REHEARSED = {
 }
 NODE_KEYS = {"node", "slurm_node", "nodename", "driver_node", "server_node", "system_node"}
 HOST_KEYS = {"host", "hostname", "driver_host", "server_host"}
+PLACE_KEY = re.compile(r"node|host")  # slurm_nodes[i], system_hosts[i], ...: a cluster node's name under it
 LOOPBACK = re.compile(r"\b(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost)\b")
 ADDR_KEY = re.compile(r"(addr|address|bind|listen|url|endpoint|server|peer|connect|host|ip)s?$", re.I)
 
@@ -98,7 +99,12 @@ def slurm_jobs(workdir: Path, env: dict | None = None) -> list[dict]:
     r = subprocess.run(["scontrol", "show", "job", "-o"], capture_output=True, text=True, env=env)
     jobs = [parse_job_line(line) for line in r.stdout.splitlines() if line.startswith("JobId=")]
     wd = str(workdir.resolve())
-    mine = {j["job_id"]: j for j in jobs if j["workdir"] == wd or j["workdir"].startswith(wd + "/")}
+    try:  # a fresh working copy at the same path: only the jobs submitted since it was made
+        since = int((workdir / ".rehearsal-since").read_text())
+    except (OSError, ValueError):
+        since = 0
+    mine = {j["job_id"]: j for j in jobs if (j["workdir"] == wd or j["workdir"].startswith(wd + "/"))
+            and j["job_id"].isdigit() and int(j["job_id"]) >= since}
     store = workdir / ".rehearsal-jobs.json"
     try:
         kept = {j["job_id"]: j for j in json.loads(store.read_text())}
@@ -132,7 +138,7 @@ def measured_placement(rec: dict, node_names: set[str]) -> dict:
     job_ids, loopback = set(), []
     for path, v in _walk(rec):
         key = re.sub(r"\[\d+\]$", "", path).rsplit(".", 1)[-1].lower()
-        if isinstance(v, str) and (key in NODE_KEYS or key in HOST_KEYS) and v in node_names:
+        if isinstance(v, str) and v in node_names and (key in NODE_KEYS or key in HOST_KEYS or PLACE_KEY.search(key)):
             nodes.setdefault(v, []).append(path)
         if key in ("slurm_job_id", "job_id") and v not in (None, ""):
             job_ids.add(str(v))
@@ -173,9 +179,15 @@ def match_job(relpath: str, rec: dict, jobs: list[dict], node_names: set[str]) -
     # when its wildcards are the "_"-join of an in-order subsequence of the path's values
     joins = {"_".join(c) for r in range(1, len(vals) + 1) for c in itertools.combinations(vals, r)}
     cands = [j for j in jobs if j["rule"].startswith(study + "_") and j["wildcards"] in joins]
-    # several rules with the same wildcard values (a rep): the rule the path names (experiment~ceiling)
-    named = [j for j in cands if j["rule"].removeprefix(study + "_") in vals]
+    # several rules whose wildcards fit: the rule the path names (experiment~ceiling, raw/envelope/...),
+    # then the most specific wildcards (IPoIB_memfs_1_0 before IPoIB_1_0)
+    words = set(vals) | {p for p in Path(relpath).parts[3:] if "~" not in p}  # after results/<study>/raw/
+    named = [j for j in cands if j["rule"].removeprefix(study + "_") in words
+             or j["rule"].removeprefix(study + "_").split("_")[0] in words]
     cands = named or cands
+    if cands:
+        longest = max(len(j["wildcards"]) for j in cands)
+        cands = [j for j in cands if len(j["wildcards"]) == longest]
     if len(cands) > 1:  # the same job run twice (a failure, then a resume): the one whose nodes the record names
         used = set(measured_placement(rec, node_names)["nodes"])
         fitting = [j for j in cands if used and used <= set(expand_nodelist(j["nodelist"]))]
@@ -198,7 +210,8 @@ def judge_job(job: dict, recs: list[tuple[str, dict]], node_names: set[str], gre
         loop += [f"{relpath}: {x}" for x in m["loopback"]]
         for n, p in m["where"].items():
             where.setdefault(n, f"{relpath}: {p[0]}")
-        ranks = max(ranks, len((rec.get("extra") or {}).get("ranks") or []))
+        rk = (rec.get("extra") or {}).get("ranks") if isinstance(rec.get("extra"), dict) else None
+        ranks = max(ranks, len(rk) if isinstance(rk, list) else rk if isinstance(rk, int) else 0)
     multi = job["nodes_asked"] >= 2
     out = {"job_id": job["job_id"], "rule": job["rule"], "wildcards": job["wildcards"], "state": job["state"],
            "exit_code": job["exit_code"], "nodes_asked": job["nodes_asked"], "tasks_asked": job["tasks_asked"],
@@ -326,6 +339,9 @@ def prepare_workdir(work: Path, resume: bool) -> Path:
         shutil.rmtree(ws)
     work.mkdir(parents=True, exist_ok=True)
     copy_repo(ws)
+    r = subprocess.run(["scontrol", "show", "job", "-o"], capture_output=True, text=True, env=cluster_env())
+    ids = [int(x) for x in re.findall(r"^JobId=(\d+)", r.stdout, re.M)]
+    (ws / ".rehearsal-since").write_text(str(max(ids, default=0) + 1))
     return ws
 
 
