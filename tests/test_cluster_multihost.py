@@ -130,7 +130,8 @@ def test_allocation_inside_a_real_3_node_job(slurm_multihost, shared):
 def test_apptainer_exec_inside_a_step(slurm_multihost):
     c = slurm_multihost
     app = shutil.which("apptainer") or str(Path.home() / ".cache/repro/apptainer-1.4.2/bin/apptainer")
-    sifs = sorted((REPO / "containers" / "sif").glob("*.sif")) if (REPO / "containers" / "sif").exists() else []
+    # a built image: the project's, else one from the build cache (~/.cache/repro/sif, shared by the nodes)
+    sifs = [p for d in (REPO / "containers" / "sif", Path.home() / ".cache/repro/sif") for p in sorted(d.glob("*.sif"))]
     if not os.access(app, os.X_OK) or not sifs:
         pytest.skip("no apptainer or no built image (containers/sif/*.sif)")
     out = c.run("srun", "-N2", "--ntasks-per-node=1", app, "exec", str(sifs[0]), "hostname",
