@@ -3,7 +3,9 @@
 
 Everything is computed from the raw files listed in --expected (a missing one
 is a ``not-run`` row, a failure record a ``failed`` row); the published values
-come from workflow/studies/memfs/published.csv.
+come from workflow/studies/memfs/published.csv. The list must equal what
+layout.expected_raw gives for --config, and no raw file the layout does not
+expect may exist (layout.check_expected): a stale list fails, naming the files.
 
     python3 -m studies.memfs.analyze --expected results/memfs/expected_raw_envelope.txt --config '<memfs config JSON>' \
         --published workflow/studies/memfs/published.csv --measurements results/memfs/measurements_envelope.csv \
@@ -22,6 +24,7 @@ import pandas as pd
 from repro import claims as C
 from repro import cli, published, tidy
 from studies.memfs import common as mc
+from studies.memfs import layout
 from studies.memfs import limits as L
 from studies.memfs.layout import system_kind as net_system_kind
 
@@ -569,7 +572,10 @@ def main(argv=None) -> int:
     if a.tidy_only is not None:
         tidy.write_csv(collect(a.tidy_only, cfg), a.measurements)
         return 0
-    expected = [ln.strip() for ln in open(a.expected) if ln.strip()]
+    if cfg is None:
+        ap.error("--expected needs --config (the expected runs are re-derived from it)")
+    expected = layout.read_list(a.expected)
+    layout.check_expected(expected, layout.expected_raw(cfg), "envelope")
     df = collect(expected, cfg)
     tidy.write_csv(df, a.measurements)
     print(f"{len(df)} rows from {len(expected)} expected raw files "

@@ -2,10 +2,20 @@
 configurations the config asks for, where each run's raw file goes, and the system_kind of a
 network. The rules (rules.smk), the analysis and the tests all use this one expansion.
 
-Workflows (Section 2.4.2) have their own small expansion in workflows.smk's helpers below.
+Workflows (Section 2.4.2) have their own small expansion here too (``workflow_expected_raw``,
+given the ``memfs.workflows`` section); workflows.smk's rules use it.
+
+Every aggregate (analyze.py, wf_tidy.py) re-derives its expected raw files from the config
+section it receives and checks the list file it is given against it (``check_expected``):
+a stale list (``--rerun-triggers mtime`` does not re-write it when the config changes) or a raw
+file the layout does not expect fails the aggregate, naming the files, instead of turning
+configurations silently into ``not run``.
 """
 
 from __future__ import annotations
+
+import glob
+import os
 
 RAW_DIR = "results/memfs/raw"
 PATTERNS = {
@@ -55,6 +65,76 @@ def configs(cfg: dict) -> list[tuple[str, dict, int]]:
 def expected_raw(cfg: dict) -> list[str]:
     """Every raw file the config asks for (the tables show missing ones as not run)."""
     return [PATTERNS[exp].format(rep=r, **wc) for exp, wc, reps in configs(cfg) for r in range(reps)]
+
+
+# Section 2.4.2: the Montage and BLAST workflows
+WORKFLOW_PATTERN = RAW_DIR + "/workflow~{app}/design~{design}/nodes~{n}/tasks_per_node~{k}/rep~{rep}.json"
+# the keys of memfs.workflows that decide which runs exist (the tidy step receives only these)
+WORKFLOW_RUN_KEYS = ("applications", "designs", "sweeps", "repeats")
+
+
+def workflow_configs(wf: dict) -> list[tuple[int, int]]:
+    """(nodes, tasks_per_node) of every workflow sweep (vertical, horizontal), union, sorted."""
+    return sorted({(int(n), int(k)) for sweep in wf["sweeps"].values() for n in sweep["nodes"]
+                   for k in sweep["tasks_per_node"]})
+
+
+def workflow_expected_raw(wf: dict) -> list[str]:
+    """Every workflow raw file the ``memfs.workflows`` section asks for."""
+    return [WORKFLOW_PATTERN.format(app=a, design=d, n=n, k=k, rep=r) for a in wf["applications"]
+            for d in wf["designs"] for n, k in workflow_configs(wf) for r in range(wf["repeats"])]
+
+
+# raw files an aggregate owns: any existing one must be expected by the layout
+OWNED_GLOBS = {
+    "envelope": [RAW_DIR + f"/{exp}/**/*.json" for exp in PATTERNS],
+    "workflows": [RAW_DIR + "/workflow~*/**/*.json"],
+}
+
+
+class ExpectedMismatch(SystemExit):
+    """The expected-run list, the layout and the raw files on disk disagree."""
+
+
+def _named(title: str, paths: list[str], limit: int = 40) -> str:
+    more = f"\n    ... and {len(paths) - limit} more" if len(paths) > limit else ""
+    return f"  {title} ({len(paths)}):\n" + "".join(f"    {p}\n" for p in paths[:limit]) + more
+
+
+def check_expected(listed: list[str], expected: list[str], part: str, root: str = ".") -> None:
+    """Fail (``ExpectedMismatch``: the message on stderr, exit status 1) unless the list file equals
+    the layout's expansion and no raw file of ``part`` ("envelope" or "workflows") exists that the
+    layout does not expect.
+
+    Missing raw files of expected runs are fine (not-run rows; ``allow_incomplete``).
+    """
+    want, got = set(expected), set(listed)
+    on_disk = {os.path.relpath(p, root) for g in OWNED_GLOBS[part]
+               for p in glob.glob(os.path.join(root, g), recursive=True)}
+    missing = [p for p in expected if p not in got]
+    unexpected = [p for p in listed if p not in want]
+    stray = sorted(on_disk - want)
+    dup = len(listed) != len(got)
+    if not (missing or unexpected or stray or dup):
+        return
+    msg = (f"memfs {part}: the expected-run list ({len(listed)} paths) disagrees with the layout of the "
+           f"config ({len(expected)} runs); a stale list (e.g. --rerun-triggers mtime) or raw files of "
+           "another config -- refusing to turn runs into 'not run' silently.\n")
+    if missing:
+        msg += _named("expected by the config, missing from the list", missing)
+    if unexpected:
+        msg += _named("in the list, not expected by the config", unexpected)
+    if stray:
+        msg += _named("raw files on disk the config does not expect (move them away or delete them)", stray)
+    if dup:
+        msg += "  the list repeats paths\n"
+    raise ExpectedMismatch(msg.rstrip("\n"))
+
+
+def read_list(path: str) -> list[str]:
+    """The paths of an expected-run list file (one per line)."""
+    with open(path) as fh:
+        return [ln.strip() for ln in fh if ln.strip()]
 
 
 def run_benchmark(exp: str, wc: dict, rep: int) -> str:

@@ -209,7 +209,7 @@ MWF = config["memfs"]["workflows"]
 MWF_ON = bool(MWF["enabled"])
 MWF_CODE = sorted(_glob.glob("systems/mtc-workflows/mtcwf/*.py"))
 MWF_ENV = "PYTHONPATH=systems/mtc-workflows:$PYTHONPATH"
-MWF_RAW = "results/memfs/raw/workflow~{app}/design~{design}/nodes~{n}/tasks_per_node~{k}/rep~{rep}.json"
+MWF_RAW = memfs_layout.WORKFLOW_PATTERN
 MWF_OUT = {
     "expected": "results/memfs/wf_expected_raw.txt",
     "measurements": "results/memfs/measurements_workflows.csv",
@@ -225,22 +225,18 @@ MWF_PUBLISHED = [f"{MEMFS_DIR}/published.csv", f"{MEMFS_DIR}/published_workflows
 
 def mwf_configs():
     """(nodes, tasks_per_node) of every sweep (vertical, horizontal), union, sorted."""
-    out = set()
-    for sweep in MWF["sweeps"].values():
-        for n in sweep["nodes"]:
-            for k in sweep["tasks_per_node"]:
-                out.add((int(n), int(k)))
-    return sorted(out)
+    return memfs_layout.workflow_configs(MWF)
 
 
 def mwf_expected():
-    return [
-        MWF_RAW.format(app=a, design=d, n=n, k=k, rep=r)
-        for a in MWF["applications"]
-        for d in MWF["designs"]
-        for n, k in mwf_configs()
-        for r in range(MWF["repeats"])
-    ]
+    return memfs_layout.workflow_expected_raw(MWF)
+
+
+def mwf_run_cfg(wc):
+    """The keys of memfs.workflows that decide which runs exist (wf_tidy re-derives them)."""
+    return shlex.quote(
+        json.dumps({k: MWF[k] for k in memfs_layout.WORKFLOW_RUN_KEYS}, sort_keys=True)
+    )
 
 
 def mwf_raw_inputs(wildcards):

@@ -2,7 +2,10 @@
 """Montage/BLAST workflows: the tidy table and a per-configuration summary, from raw files only.
 
 Every expected configuration appears: its metrics, its failure record
-(``failed``) or ``not-run`` -- never a zero.
+(``failed``) or ``not-run`` -- never a zero. The --expected list must equal what
+layout.workflow_expected_raw gives for --config (the run keys of memfs.workflows),
+and no workflow raw file the layout does not expect may exist: a stale list fails,
+naming the files (layout.check_expected).
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from repro import paramspace, tidy
+from repro import cli, paramspace, tidy
+from studies.memfs import layout
 
 STUDY = "memfs"
 
@@ -26,11 +30,13 @@ def _text(v) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--expected", required=True, help="file with one expected raw path per line")
+    ap.add_argument("--config", required=True,
+                    help="memfs.workflows (JSON; at least " + ", ".join(layout.WORKFLOW_RUN_KEYS) + ")")
     ap.add_argument("--out", required=True)
     ap.add_argument("--summary", required=True)
     args = ap.parse_args()
-    with open(args.expected) as fh:
-        paths = [ln.strip() for ln in fh if ln.strip()]
+    paths = layout.read_list(args.expected)
+    layout.check_expected(paths, layout.workflow_expected_raw(cli.load_config(args.config)), "workflows")
 
     def experiment_of(p):
         return "workflow_" + paramspace.parse_path(p).get("workflow", "")

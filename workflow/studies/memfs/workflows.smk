@@ -94,7 +94,7 @@ rule memfs_wf_tidy:
     input:
         mwf_raw_inputs,
         analysis_image_input(),
-        code=study_code("memfs", "wf_tidy"),
+        code=study_code("memfs", "wf_tidy", "layout"),
         expected=MWF_OUT["expected"],
     output:
         measurements=MWF_OUT["measurements"],
@@ -107,8 +107,11 @@ rule memfs_wf_tidy:
         ANALYSIS_IMAGE
     resources:
         **analysis_resources(),
+    params:
+        cfg=mwf_run_cfg,
     shell:
-        f"{study_module('memfs', 'wf_tidy')} --expected {{input.expected}} --out {{output.measurements}}"
+        f"{study_module('memfs', 'wf_tidy')} --expected {{input.expected}} --config {{params.cfg}}"
+        " --out {output.measurements}"
         " --summary {output.summary} > {log} 2>&1"
 
 

@@ -11,6 +11,7 @@ import sys
 import pandas as pd
 import pytest
 from repro import rawio
+from studies.memfs import layout
 
 from systems.mtc.tests.mtc_testlib import REPO, memfs_cfg, mpi_env
 
@@ -32,7 +33,7 @@ def tiny(tmp_path_factory, built):
         table={"networks": ["IPoIB"], "nodes": [2], "size": "1MiB"},
         metadata={"nodes": [2], "ranks_per_node": 1, "items_per_rank": 20, "repeats": 1, "timeout_s": 120},
         sweeps={"nodes": [2], "size": "1MiB", "files_per_node": 1, "procs_per_node": 1,
-                "stripe_sizes": ["512KiB"], "threads": [8], "repeats": 1},
+                "stripe_sizes": ["256KiB", "512KiB"], "threads": [8], "repeats": 1},  # 256 KiB: never run
         limit={"networks": ["IPoIB"], "nodes": [2], "seconds": 0.5, "iperf_seconds": 1, "repeats": 1},
     )
     runs = []
@@ -50,8 +51,9 @@ def tiny(tmp_path_factory, built):
                *extra, "--config", json.dumps(cfg), "--launcher", "local", "--out", out]
         r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env, timeout=300)
         assert r.returncode == 0, f"{exp}: {r.stdout[-3000:]}"
-    missing = f"{RAW}/envelope/network~IPoIB/design~memfs/nodes~2/size~1MiB/rep~9.json"  # never run
-    expected = [out for _, _, out, _ in runs] + [missing]
+    missing = f"{RAW}/stripe/network~IPoIB/nodes~2/stripe~256KiB/rep~0.json"  # never run
+    expected = layout.expected_raw(cfg)  # what the memfs_expected rule writes
+    assert sorted(expected) == sorted([out for _, _, out, _ in runs] + [missing])
     (root / "expected.txt").write_text("\n".join(expected) + "\n")
     outs = {k: str(root / f"{k}.csv") for k in ("measurements", "summary", "table21", "limit", "limit-runs", "issue13",
                                                  "claims")}

@@ -17,6 +17,9 @@ REPO = Path(__file__).resolve().parents[4]
 STUDY = REPO / "workflow" / "studies" / "memfs"
 
 SWEEPS = {"vertical": {"nodes": [2], "tasks_per_node": [1, 2]}, "horizontal": {"nodes": [1, 2], "tasks_per_node": [1]}}
+WF_CFG = {"applications": ["montage", "blast"], "designs": ["memfs", "locality", "local-disk"], "sweeps": SWEEPS,
+          "repeats": 2}
+TIDY_ARGS = ["--expected", "expected.txt", "--config", json.dumps(WF_CFG), "--out", "m.csv", "--summary", "s.csv"]
 PUBLISHED = [str(STUDY / "published.csv"), str(STUDY / "published_workflows.csv")]
 
 
@@ -74,7 +77,7 @@ def _script(name, *args):
 
 def test_memory_per_node_recomputed_from_raw_files_equals_table(raw_tree):
     _, expected = raw_tree
-    _script("wf_tidy", "--expected", "expected.txt", "--out", "m.csv", "--summary", "s.csv")
+    _script("wf_tidy", *TIDY_ARGS)
     _script("wf_table2_3", "--measurements", "m.csv", "--config", json.dumps({"sweeps": SWEEPS}),
             "--published", *PUBLISHED, "--out", "t23.csv")
     tab = pd.read_csv("t23.csv")
@@ -108,7 +111,7 @@ def test_memory_per_node_recomputed_from_raw_files_equals_table(raw_tree):
 
 
 def test_figures_and_claims_from_the_tidy_table(raw_tree):
-    _script("wf_tidy", "--expected", "expected.txt", "--out", "m.csv", "--summary", "s.csv")
+    _script("wf_tidy", *TIDY_ARGS)
     sw = json.dumps({"sweeps": SWEEPS})
     _script("wf_table2_3", "--measurements", "m.csv", "--config", sw, "--published", *PUBLISHED,
             "--out", "t23.csv")
@@ -126,3 +129,39 @@ def test_figures_and_claims_from_the_tidy_table(raw_tree):
     assert cl.loc["W3", "verdict"] == "not run"  # one node count > 1 only
     assert (cl[cl.kind == "info"].verdict == "informative").all()
     assert set(cl.system_kind) == {"stand-in:network-namespaces"}
+
+
+def _tidy_fails(*args):
+    r = subprocess.run([sys.executable, "-m", "studies.memfs.wf_tidy", *TIDY_ARGS, *args], capture_output=True,
+                       text=True)
+    assert r.returncode != 0, f"a disagreeing expected-run list was accepted: {r.stdout}"
+    assert not os.path.exists("m.csv"), "the tidy table was written despite the disagreement"
+    return r.stderr
+
+
+def test_a_stale_expected_list_fails_naming_the_missing_runs(raw_tree):
+    """--rerun-triggers mtime leaves a list written for an older, smaller config: the tidy step
+    must fail naming the runs the config asks for, not show them as 'not run'."""
+    _, expected = raw_tree
+    stale = expected[:9]
+    Path("expected.txt").write_text("\n".join(stale) + "\n")
+    err = _tidy_fails()
+    assert f"({len(expected) - 9})" in err
+    for p in expected[9:9 + 30]:
+        assert p in err
+    # a list naming a run the config does not ask for
+    extra = "results/memfs/raw/workflow~montage/design~memfs/nodes~8/tasks_per_node~1/rep~0.json"
+    Path("expected.txt").write_text("\n".join([*expected, extra]) + "\n")
+    err = _tidy_fails()
+    assert "not expected by the config (1)" in err and extra in err
+
+
+def test_a_raw_file_the_config_does_not_expect_fails(raw_tree):
+    _, expected = raw_tree
+    stray = "results/memfs/raw/workflow~blast/design~memfs/nodes~4/tasks_per_node~1/rep~0.json"
+    Path(stray).parent.mkdir(parents=True)
+    Path(stray).write_text(Path(expected[0]).read_text())
+    err = _tidy_fails()
+    assert "raw files on disk the config does not expect" in err and stray in err
+    os.remove(stray)
+    _script("wf_tidy", *TIDY_ARGS)
