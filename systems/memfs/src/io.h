@@ -4,7 +4,8 @@
 #ifndef MEMFS_IO_H
 #define MEMFS_IO_H
 
-#include "memfs.h"
+#include "conf.h"
+#include "stats.h"
 
 /* ---------------------------------------------------------- thread pools */
 typedef struct job {

@@ -1,9 +1,10 @@
 /* MemFS: a symmetric in-memory runtime file system over memcached (FUSE).
  * Metadata operations, FUSE glue and main().  Data path: io.c. */
 #define FUSE_USE_VERSION 312
+#include "conf.h"
 #include "io.h"
-#include "memfs.h"
 #include "meta.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +24,6 @@
 
 #define MEMFS_VERSION "1.0"
 
-memfs_cfg C;
 static double attr_timeout = 1.0;
 static unsigned opt_max_read; /* -o max_read=N: libfuse 3.14 also needs it in init() */
 
@@ -31,16 +31,6 @@ static void scan_fuse_opts(const char *o)
 {
     const char *m = strstr(o, "max_read=");
     if (m && (m == o || m[-1] == ',')) opt_max_read = (unsigned)strtoul(m + 9, NULL, 10);
-}
-
-void memfs_log(const char *fmt, ...)
-{
-    char buf[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "memfs: %s\n", buf);
 }
 
 static struct timespec now_rt(void)

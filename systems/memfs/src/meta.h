@@ -6,7 +6,8 @@
 #ifndef MEMFS_META_H
 #define MEMFS_META_H
 
-#include "memfs.h"
+#include "conf.h"
+#include "stats.h"
 
 /* Read the record of path.  0, ENOENT, ENAMETOOLONG or EIO (logged). */
 int meta_get(mc_ctx *c, const char *path, memfs_rec *rec, uint64_t *cas);

@@ -1,5 +1,5 @@
 /* Per-mount counters, exported as JSON through /.memfs-stats. */
-#include "memfs.h"
+#include "stats.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -58,7 +58,7 @@ def _sum_prefix(stats: dict, prefix: str, skip=()) -> float:
 
 
 # The breakdown columns: (column, function(stats of the phase, op) -> value). Keys MemFS does not
-# write (an older binary) give blanks. Counter names: systems/memfs/src/memfs.h (MEMFS_COUNTERS).
+# write (an older binary) give blanks. Counter names: systems/memfs/src/stats.h (MEMFS_COUNTERS).
 def _bytes_of(stats, op):
     return _num(stats, OPS[op][4][0])
 
