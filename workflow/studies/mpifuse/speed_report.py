@@ -230,8 +230,9 @@ def bound_reading(x_native: float, x_ceiling: float | None, ceiling_native: floa
     if x_ceiling >= NEAR_CEILING:
         return (f"the FUSE path: {x_ceiling:.2f}x the FUSE ceiling, which itself reaches only {ceiling_native:.2f}x "
                 "native; a file system with no backend and no copy in its daemon is no faster, so what is left "
-                "is the kernel's FUSE round trip per request (two processes scheduled per request, the copy "
-                "into the FUSE page cache, the reader waiting for a core)")
+                "is FUSE's own path: the reader's extra CPU filling the FUSE file's page cache (see the "
+                "reader-CPU bound), the round trip per request (two processes scheduled per request), the "
+                "reader waiting for a core")
     return (f"the file system's own work: {x_ceiling:.2f}x the FUSE ceiling (which reaches {ceiling_native:.2f}x "
             "native): its daemon does more per request than the ceiling's (see its CPU beside)")
 
