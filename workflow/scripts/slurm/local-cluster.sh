@@ -175,8 +175,13 @@ down() {
     for f in "$DIR"/pids/slurmd-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
     stop_pidfile "$DIR/pids/slurmctld.pid"
     stop_pidfile "$DIR/pids/munged.pid"
-    # slurmstepd children of killed slurmds, if any
-    pkill -f "slurmstepd: \[" 2>/dev/null || true
+    # slurmstepd children of killed slurmds, if any -- only this host's: the multi-host cluster's
+    # nodes (network namespaces of their own) run slurmstepd processes too
+    local pid here_ns
+    here_ns=$(readlink /proc/self/ns/net)
+    for pid in $(pgrep -f "slurmstepd: \[" 2>/dev/null || true); do
+        [ "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" = "$here_ns" ] && kill "$pid" 2>/dev/null || true
+    done
     if [ -L "$ETC" ] && [ "$(readlink -f "$ETC")" = "$(readlink -f "$CONF" 2>/dev/null || echo none)" ]; then
         rm -f "$ETC"
     fi

@@ -176,8 +176,10 @@ ensure_bridge() {
 
 make_node_net() {
     local i=$1 ns=$NSP$1 h=${TAG}n$1h p=${TAG}n$1p ip=$NET.$((FIRST_HOST + $1))
-    [ -e "/run/netns/$ns" ] && ip netns del "$ns"
-    [ -e "/sys/class/net/$h" ] && ip link del "$h"
+    # a dead node's namespace (deleting it also removes its veth pair, asynchronously: hence || true)
+    if [ -e "/run/netns/$ns" ]; then ip netns del "$ns" 2>/dev/null || true; fi
+    ip link del "$h" 2>/dev/null || true
+    for _ in $(seq 20); do [ -e "/sys/class/net/$h" ] || break; sleep 0.1; done
     ip netns add "$ns"
     ip link add "$h" type veth peer name "$p"
     ip link set "$p" netns "$ns"
