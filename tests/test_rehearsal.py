@@ -107,9 +107,13 @@ def _study(ws: Path, recs: dict, claims: str | None):
 def test_study_checks_raw_complete_and_claims(tmp_path):
     ok_claims = "claim_id,verdict,note\nc1,reproduced,\nc2,not run,no GPU here\n"
     _study(tmp_path, {"results/smoke/raw/nodes~3/rep~0.json": smoke_rec(sorted(NAMES))}, ok_claims)
+    aux = tmp_path / "results/smoke/raw/nodes~3/rep~0.out/summary.json"  # a tool's output, not a record
+    aux.parent.mkdir(parents=True)
+    aux.write_text('{"schema": "repro.cosbench/1", "ops": 3}')
     jobs = [job()]
     r = rh.judge_study(tmp_path, "smoke", jobs, NAMES, dry_run_clean=True)
     assert all(c["ok"] for c in r["checks"].values()), r["checks"]
+    assert r["records"] == 1
     # snakemake -n still has work: not complete
     assert rh.judge_study(tmp_path, "smoke", jobs, NAMES, dry_run_clean=False)["checks"]["raw_complete"]["ok"] is False
     # a failure record left behind, a failed Slurm job

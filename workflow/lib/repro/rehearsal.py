@@ -153,9 +153,14 @@ def raw_records(ws: Path, study: str) -> list[tuple[str, dict]]:
     for sub in ("raw", "failed"):
         for p in sorted((ws / "results" / study / sub).rglob("*.json")):
             try:
-                out.append((str(p.relative_to(ws)), json.loads(p.read_text())))
+                rec = json.loads(p.read_text())
             except (OSError, ValueError):
-                out.append((str(p.relative_to(ws)), {"status": "unreadable"}))
+                rec = {"status": "unreadable"}
+            # a raw record (repro.rawio) has a schema or a status; a tool's own output kept beside
+            # it (COSBench's rep~0.out/summary.json) is not one
+            if isinstance(rec, dict) and (str(rec.get("schema", "")).startswith("repro.raw")
+                                          or ("schema" not in rec and "status" in rec)):
+                out.append((str(p.relative_to(ws)), rec))
     return out
 
 
