@@ -194,14 +194,15 @@ def test_up_is_idempotent_a_killed_node_fails_its_job_and_down_leaves_nothing(sh
         # a node dies mid-job: the job fails loudly (not left running, not COMPLETED)
         job = _lc("sbatch", "--parsable", "-N2", f"--output={shared}/fault.out",
                   "--wrap", "srun -N2 --ntasks-per-node=1 sleep 120").stdout.strip()
-        for _ in range(100):
+        for _ in range(300):
             if "JobState=RUNNING" in _lc("scontrol", "show", "job", "-o", job).stdout:
                 break
             time.sleep(0.2)
-        time.sleep(2)  # the step's tasks are up on both nodes
+        assert "JobState=RUNNING" in _lc("scontrol", "show", "job", "-o", job).stdout
+        time.sleep(3)  # the step's tasks are up on both nodes
         _lc(str(SCRIPT), "kill", "node1")
         state = ""
-        for _ in range(200):
+        for _ in range(400):
             state = _lc("scontrol", "show", "job", "-o", job).stdout
             if "JobState=RUNNING" not in state:
                 break
