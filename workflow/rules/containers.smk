@@ -4,6 +4,12 @@
 # `rule containers` builds the analysis image and every image a study declares
 # (register_study(..., images=[...])).
 
+# Built where Snakemake runs (the head/login node, which reaches the package mirror), never submitted
+# to a compute node: under profiles/slurm a compute node often cannot reach any mirror (issue 19's
+# rehearsal found it submitted).
+localrules:
+    build_container,
+
 
 rule build_container:
     input:
