@@ -496,6 +496,10 @@ BUILDERS = [resnet50_torchserve_leads, resnet50_triton_pytorch_close, resnet50_t
 
 def build(df: pd.DataFrame, pub: pd.DataFrame, cfg: dict) -> list[claims.Claim]:
     out = claims.run_builders(BUILDERS, df, pub, cfg)
+    for c in out:  # a claim not run says why (the rehearsal found reasonless ones when a model is not configured)
+        if c.verdict == claims.NOT_RUN and not str(c.note or "").strip():
+            c.note = (f"not run: no ok runs of what it compares in this run's matrix (models {cfg.get('models')}, "
+                      f"servers {cfg.get('servers')})")
     for c in out:  # every verdict says at which scale its tolerances were chosen
         if c.kind == "shape":
             c.note = (c.note + "; " if c.note else "") + f"tolerances: {cfg['claims']['basis']}"

@@ -155,3 +155,23 @@ def test_gaps_of_the_paper_are_never_filled():
     assert set(zip(gaps.model, gaps.server)) == {("wav2vec2", "tfserving"), ("bart", "triton-pytorch"),
                                                  ("bart", "triton-tensorflow"), ("bart", "tfserving")}
     assert gaps.throughput.isna().all()
+
+
+def test_a_claim_not_run_says_why():
+    """A not-run claim without a reason of its own gets one naming the matrix (the rehearsal's
+    claims_computed check failed on bart_only_torchserve / truncated_vs_full_* without one)."""
+    import pandas as pd
+
+    from repro import claims as rc
+    from studies.inference import claims as ic
+
+    c = rc.Claim(study="inference", claim_id="x", claim="x", paper_ref="", target="", output="")
+    c = rc.shape_claim(c, None, "not run", "something")
+    orig = ic.BUILDERS
+    try:
+        ic.BUILDERS = [lambda df, pub, cfg: [c]]
+        out = ic.build(pd.DataFrame(), pd.DataFrame(), {"models": ["resnet50"], "servers": ["torchserve"],
+                                                         "claims": {"basis": "test"}})
+    finally:
+        ic.BUILDERS = orig
+    assert out[0].verdict == rc.NOT_RUN and out[0].note.startswith("not run: no ok runs") and "resnet50" in out[0].note
