@@ -42,9 +42,9 @@ def _record(app, design, n, k, rep, data, stage_s):
 
 
 @pytest.fixture()
-def raw_tree(tmp_path):
+def raw_tree(tmp_path, monkeypatch):
     """Raw files of a small matrix with known numbers (one run missing, one failed)."""
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # restored after the test: a bare os.chdir broke later tests' relative paths
     expected = []
     cfgs = sorted({(n, k) for s in SWEEPS.values() for n in s["nodes"] for k in s["tasks_per_node"]})
     for app in ("montage", "blast"):

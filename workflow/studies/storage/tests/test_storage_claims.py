@@ -5,6 +5,8 @@ the claim."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 from repro import claims as rc
@@ -205,7 +207,7 @@ def test_build_names_why_lustre_was_not_run():
                        for b in ("mdtest", "cosbench")])
     from repro import published
 
-    pub = published.load("workflow/studies/storage/published.csv")
+    pub = published.load(Path(sc.__file__).with_name("published.csv"))
     cl = {c.claim_id: c for c in sc.build(df, pd.DataFrame({"fraction": []}), pub)}
     assert cl["mdtest_lustre_30pct"].verdict == NOT_RUN and "lustre_dir" in cl["mdtest_lustre_30pct"].note
     assert len(cl) == 15 and all(c.verdict in rc.VERDICTS for c in cl.values())
