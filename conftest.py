@@ -87,11 +87,14 @@ def slurm_multihost():
         pytest.skip("Slurm is not installed (./repro setup installs it)")
     if os.geteuid() != 0:
         pytest.skip("the multi-host cluster needs root (namespaces)")
+    from repro.rehearsal import cluster_lock
+
     c = MultihostCluster(4)
-    was_up = c.run("script", "status", check=False).returncode == 0
-    try:
-        c.run("script", "up", "4", timeout=180)
-        yield c
-    finally:
-        if not was_up:
-            c.run("script", "down", check=False, timeout=180)
+    with cluster_lock():  # a rehearsal (or another test session) holding the cluster is waited for
+        was_up = c.run("script", "status", check=False).returncode == 0
+        try:
+            c.run("script", "up", "4", timeout=180)
+            yield c
+        finally:
+            if not was_up:
+                c.run("script", "down", check=False, timeout=180)

@@ -29,7 +29,9 @@ CSV); the test (tests/test_rehearsal.py) feeds them contradicting data and sees 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import fcntl
 import itertools
 import json
 import os
@@ -44,6 +46,7 @@ REPO = Path(__file__).resolve().parents[3]
 SCRIPT = REPO / "workflow" / "scripts" / "slurm" / "multihost-cluster.sh"
 MH_DIR = Path(os.environ.get("REPRO_MH_DIR", "/var/tmp/repro-slurm-mh"))
 WORK = Path(os.environ.get("REPRO_REHEARSAL_DIR", "/var/tmp/repro-rehearsal"))
+LOCK = Path("/var/tmp/repro-slurm-mh.lock")
 STUDIES = ["smoke", "mpifuse", "memfs", "storage", "inference", "serverless"]
 NOT_REHEARSED = {
     "serverless": "the Kubernetes platforms (OpenFaaS, Nuclio) cannot run here: the stand-in platforms "
@@ -465,6 +468,23 @@ def analyze(ws: Path, study: str, *, env: dict | None = None, dry_run_clean: boo
     return judge_study(ws, study, jobs, names, dry_run_clean=dry_run_clean, gres_wanted=_gres_wanted(ws, study))
 
 
+@contextlib.contextmanager
+def cluster_lock(path: Path = LOCK):
+    """Hold the multi-host cluster alone (it is one bridge, one set of namespaces): a second rehearsal
+    or a test session that uses the cluster waits here instead of taking it down under this one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for the multi-host cluster ({path} is held by another run)", file=sys.stderr, flush=True)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="./repro rehearse", description=__doc__.split("\n\n")[0])
     ap.add_argument("studies", nargs="*", help=f"default: {' '.join(STUDIES)}")
@@ -483,8 +503,9 @@ def main(argv: list[str] | None = None) -> int:
         for s in studies:
             print(json.dumps(analyze(Path(a.analyze), s.partition(":")[0]), indent=1))
         return 0
-    summary = rehearse(studies, nodes=a.nodes, resume=a.resume, timeout=a.timeout, extra=extra,
-                       containers=not a.no_containers)
+    with cluster_lock():
+        summary = rehearse(studies, nodes=a.nodes, resume=a.resume, timeout=a.timeout, extra=extra,
+                           containers=not a.no_containers)
     for s, v in summary["studies"].items():
         print(f"{s:12s} {v['seconds']:7.1f} s  rc={v['snakemake_rc']}  " +
               "  ".join(f"{k}={v2}" for k, v2 in v["checks"].items()))
