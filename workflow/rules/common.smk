@@ -97,9 +97,17 @@ def system_exec(name, gpu=False):
     the rank inside the image (with --cleanenv each rank starts as an MPI singleton).
     No --bind /dev/fuse: the host's /dev is visible inside, and a bound device node
     is mounted nodev.
+    The command runs through workflow/scripts/in-image.sh, which appends the repository's
+    Python path to the image's own (an image's %environment cannot see the caller's; found by
+    the rehearsal: every `python3 -m studies.<study>` in an image failed "No module named studies").
     """
     if config["containers"]["use_for_benchmarks"]:
-        return f"apptainer exec{' --nv' if gpu else ''} --bind {os.getcwd()} {sif(name)}"
+        binds = ",".join(dict.fromkeys([os.getcwd(), workflow.basedir]))
+        return (
+            f"apptainer exec{' --nv' if gpu else ''} --bind {binds}"
+            f" --env REPRO_PYTHONPATH={os.pathsep.join(PYTHONPATH_DIRS)}"
+            f" {sif(name)} {os.path.join(workflow.basedir, SCRIPTS, 'in-image.sh')}"
+        )
     return ""
 
 
