@@ -150,3 +150,22 @@ def test_tidy_select_matches_all_values_and_absent_columns_give_no_rows():
     assert tidy.select(df, b="x").index.tolist() == [0, 2]
     assert tidy.select(df, c=1).empty  # a configuration no run wrote
     assert tidy.select(df).index.tolist() == [0, 1, 2]
+
+
+def test_watchdog_fires_once_on_an_overrun_phase_and_not_after_disarm(capsys):
+    import time
+
+    from repro import procs
+
+    fired = []
+    wd = procs.Watchdog(lambda what, s: fired.append((what, s)), label="study-x")
+    wd.arm(0.1, "phase a")
+    wd.disarm()
+    time.sleep(0.5)
+    assert fired == []  # disarmed in time: never fires
+    wd.arm(0.1, "phase b")
+    deadline = time.monotonic() + 5
+    while not fired and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert fired == [("phase b", 0.1)]  # once, with what overran

@@ -84,8 +84,9 @@ class Watchdog:
     call MPI_Abort (mpi4py initialises MPI with MPI_THREAD_MULTIPLE).
     """
 
-    def __init__(self, on_fire):
+    def __init__(self, on_fire, label: str = "repro"):
         self._on_fire = on_fire
+        self._label = label  # the prefix of its own message (the study's log prefix)
         self._lock = threading.Lock()
         self._deadline = None
         self._what = ""
@@ -114,7 +115,7 @@ class Watchdog:
                 try:
                     self._on_fire(what, seconds)
                 except BaseException as exc:  # noqa: BLE001 - never let the watchdog die silently
-                    print(f"[mpifuse] watchdog handler failed: {exc!r}", file=sys.stderr, flush=True)
+                    print(f"[{self._label}] watchdog handler failed: {exc!r}", file=sys.stderr, flush=True)
                     os.kill(os.getpid(), signal.SIGKILL)
 
 
