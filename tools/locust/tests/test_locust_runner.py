@@ -51,6 +51,30 @@ def trivial(tmp_path):
     assert not pidfile.exists()
 
 
+def test_trivial_endpoint_on_a_free_port_says_where_it_listens_and_stops_on_usr1(tmp_path):
+    """--port 0 --ready-file (the ceiling's server side): the ready file names a reachable URL (this host's
+    name when bound to every interface), the port it took and where it ran; SIGUSR1 (what srun forwards)
+    stops it cleanly."""
+    import urllib.request
+
+    ready = tmp_path / "server.json"
+    proc = subprocess.Popen([sys.executable, "-m", "tools.locust.trivial_server", "--host", "0.0.0.0", "--port", "0",
+                             "--ready-file", str(ready)], stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if ready.exists():
+                break
+            time.sleep(0.1)
+        info = json.loads(ready.read_text())
+        assert info["port"] > 0 and info["bind"] == "0.0.0.0" and info["pid"] == proc.pid
+        assert info["url"] == f"http://{info['host']}:{info['port']}" and not info["url"].startswith("http://0.")
+        with urllib.request.urlopen(f"http://127.0.0.1:{info['port']}/", timeout=5) as r:
+            assert r.status == 200 and r.read() == b"ok"
+    finally:
+        proc.send_signal(signal.SIGUSR1)
+        assert proc.wait(timeout=10) == 0
+
+
 def test_single_and_multi_stream_against_the_trivial_endpoint(locust_venv, trivial, tmp_path):
     out = tmp_path / "runs"
     r = subprocess.run([sys.executable, "-m", "tools.locust.runner", "--protocol", "trivial", "--host", trivial,

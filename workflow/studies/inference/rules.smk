@@ -93,7 +93,9 @@ rule inference_raw_rate:
 
 
 rule inference_ceiling:
-    """The limit: Locust's own ceiling against a trivial endpoint (every ceiling user count)."""
+    """The limit: Locust's own ceiling against a trivial endpoint (every ceiling user count), across the
+    serve jobs' n+1 split: the endpoint on the server node, Locust on the driver node (no GPU asked:
+    neither side uses one)."""
     input:
         inf_image_input("ceiling"),
         code=study_code("inference", "run", "layout"),
@@ -106,13 +108,14 @@ rule inference_ceiling:
     wildcard_constraints:
         rep=r"[0-9]+",
     resources:
-        **inf_resources(runtime=30),
+        **inf_resources(runtime=30, gpu=False),
     params:
-        exec=inf_exec("ceiling"),
+        driver_exec=shlex.quote(inf_exec("ceiling")),
         cfg=lambda wc: study_json("inference"),
     shell:
-        "{params.exec} python3 -m studies.inference.run --config {params.cfg} --what ceiling"
-        " --rep {wildcards.rep} > {log} 2>&1"
+        # on the host (srun is there): the endpoint and Locust each in Locust's image, inside their steps
+        "python3 -m studies.inference.run --config {params.cfg} --what ceiling --rep {wildcards.rep}"
+        " --driver-exec {params.driver_exec} > {log} 2>&1"
 
 
 rule inference_aggregate:

@@ -19,8 +19,10 @@ each side's image (--server-exec / --driver-exec) comes after it, inside the ste
 failed request, failed check or locustfile exception is a failed configuration (failure record,
 job exits 1); a server that does not come up fails every user count with the server's own log.
 raw_rate: the model's in-process forward loop (same threads and batch, no server), on the server
-node (on Slurm this command repeats itself in an srun step there, --placement set). ceiling: Locust
-against tools/locust/trivial_server.py, where the job runs.
+node (on Slurm this command repeats itself in an srun step there, --placement set). ceiling: the
+same n+1 split as serve with tools/locust/trivial_server.py as the server (an srun step on the server
+node, bound to 0.0.0.0, its URL and node in its ready file), Locust on the driver node against it;
+each record says where each side ran (server_host/node, driver_host/node), as a serve record does.
 
 Device (config `device`: cuda | cpu): the server and the raw rate get `--device`; with cuda a side
 that sees no GPU exits 3 naming its node and every record of the job is a failure record, never ok.
@@ -498,45 +500,78 @@ def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: P
 
 
 # ------------------------------------------------------------------ ceiling
-def run_ceiling(cfg: dict, rep: int) -> int:
+def ceiling_server_command(pl: dict, ready: Path, driver_exec: list[str] = (), tag: str = "") -> list[str]:
+    """tools/locust/trivial_server.py alone on the server node, bound as a server is (on Slurm 0.0.0.0,
+    a free port, its URL and where it ran in `ready`); in Locust's image (stdlib only)."""
+    driver_exec = list(driver_exec)
+    return [*step_prefix(pl, "server", f"rinf-ceiling-server{tag}"), *driver_exec, _python(driver_exec), "-m",
+            "tools.locust.trivial_server", "--host", pl["bind"], "--port", "0", "--ready-file", str(ready)]
+
+
+def ceiling_driver_command(cfg: dict, url: str, out: Path, pl: dict, driver_exec: list[str] = (),
+                           tag: str = "") -> list[str]:
+    """Locust (the serve jobs' user class settings: processes) against the trivial endpoint, on the driver node."""
+    ce, driver_exec = cfg["ceiling"], list(driver_exec)
+    return [*step_prefix(pl, "driver", f"rinf-ceiling-driver{tag}"), *driver_exec, _python(driver_exec), "-m",
+            "tools.locust.runner", "--protocol", "trivial", "--host", url,
+            "--users", ",".join(str(u) for u in sorted(ce["users"])), "--run-time", f"{ce['run_time_s']}s",
+            "--out", str(out), "--processes", str(cfg["locust"]["processes"]), "--system-kind", "real"]
+
+
+def run_ceiling(cfg: dict, rep: int, driver_exec: list[str] = ()) -> int:
+    """Locust's own ceiling across the serve jobs' two nodes: the trivial endpoint where a server runs
+    (the server node, an srun step), Locust where it drives a server (the driver node), so the
+    ceiling crosses the same network path as the served rates it bounds; locally both on this host."""
     ce = cfg["ceiling"]
     out = Path(layout.LOCUST_DIR) / "ceiling" / f"rep~{rep}"
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    port_file = out / "trivial.pid"
-    sys.path.insert(0, str(INF_SRC))
-    from repro_inference.servers import free_port
-
-    port = free_port()
-    srv = subprocess.Popen([sys.executable, "-m", "tools.locust.trivial_server", "--port", str(port),
-                            "--pidfile", str(port_file)], env=_env(), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.STDOUT, start_new_session=True)
-    bad = 0
+    work = Path(layout.WORK_DIR).resolve() / "ceiling" / f"rep~{rep}"  # shared by both nodes
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    ready, server_log = work / "server.json", out / "server-step.log"
+    nodes, cpus = slurm_job()
+    pl = placement(nodes, os.environ.get("SLURMD_NODENAME", ""), cpus)
+    tag = f"-{os.environ.get('SLURM_JOB_ID', os.getpid())}"
+    scmd, dcmd, info, rc, text = ceiling_server_command(pl, ready, driver_exec, tag), [], {}, 0, ""
+    _progress(f"ceiling rep {rep}, {pl['launcher']}: driver {pl['driver_node'] or 'this host'}, "
+              f"trivial endpoint {pl['server_node'] or 'this host'}")
+    _progress("endpoint: " + shlex.join(scmd)[:600])
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    with open(server_log, "wb") as fh:
+        proc = subprocess.Popen(scmd, stdout=fh, stderr=subprocess.STDOUT, env=_env(), start_new_session=True)
     try:
-        time.sleep(1.0)
-        cmd = [sys.executable, "-m", "tools.locust.runner", "--protocol", "trivial", "--host", f"http://127.0.0.1:{port}",
-               "--users", ",".join(str(u) for u in sorted(ce["users"])), "--run-time", f"{ce['run_time_s']}s",
-               "--out", str(out), "--processes", str(cfg["locust"]["processes"]), "--system-kind", "real"]
-        rc, text = _run_bounded(cmd, len(ce["users"]) * (ce["run_time_s"] + 90), out / "job.log")
+        info = wait_ready(proc, ready, 120, server_log)
+        dcmd = ceiling_driver_command(cfg, info["url"], out, pl, driver_exec, tag)
+        _progress("driver: " + shlex.join(dcmd)[:600])
+        rc, text = _run_bounded(dcmd, len(ce["users"]) * (ce["run_time_s"] + 90), out / "job.log")
+    except ServerNotUp as err:
+        rc, text = 1, f"the trivial endpoint did not come up: {err}"
+        _progress(text[:3000])
     finally:
-        srv.terminate()
-        try:
-            srv.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stopped = stop_server(proc, work, pl, grace=20)
+        _progress(stopped)
+        shutil.rmtree(work, ignore_errors=True)
+        signal.signal(signal.SIGTERM, previous)
+    bad = 0
     for u in sorted(ce["users"]):
         params = layout.ceiling_params(u)
         raw = layout.raw_path(params, rep)
         rec = _record(cfg, params, rep, "real")
         run_dir = out / f"users~{u}"
+        gen_file = run_dir / "generator.json"
+        gen = json.loads(gen_file.read_text()) if gen_file.exists() else {}
+        rec["extra"] = {"locust_dir": str(run_dir), **_where(info, gen), "placement": pl,
+                        "server_url": info.get("url", ""), "server_command": scmd, "driver_command": dcmd,
+                        "server_stop": stopped}
         if not (run_dir / "locust_stats.csv").exists():
             rawio.write_failure(raw, rec, f"no Locust run at {u} user(s) (runner exit {rc}):\n{text[-2000:]}")
             bad += 1
             continue
         metrics, why, sanity = metrics_of_run(run_dir, "none")
-        rec["metrics"], rec["sanity"], rec["extra"] = metrics, sanity, {"locust_dir": str(run_dir)}
+        rec["metrics"], rec["sanity"] = metrics, sanity
         if why:
             rawio.write_failure(raw, rec, why)
             bad += 1
@@ -544,7 +579,7 @@ def run_ceiling(cfg: dict, rep: int) -> int:
         rawio.write_json_atomic(raw, rawio.finish(rec))
         rawio.clear_failure(raw)
         _progress(f"{raw}: ceiling {rawio.value(rec, 'throughput'):.0f} req/s")
-    return 1 if bad else 0
+    return 1 if bad or rc else 0
 
 
 def main(argv=None) -> int:
@@ -557,7 +592,8 @@ def main(argv=None) -> int:
     ap.add_argument("--models", type=Path, default=Path(layout.MODELS_FILE))
     ap.add_argument("--out", type=Path, default=Path(layout.MODELS_FILE))
     ap.add_argument("--server-exec", default="", help="prefix that runs the server in its image (cluster)")
-    ap.add_argument("--driver-exec", default="", help="prefix that runs Locust in its image (cluster)")
+    ap.add_argument("--driver-exec", default="", help="prefix that runs Locust (and the ceiling's trivial "
+                    "endpoint) in its image (cluster)")
     ap.add_argument("--placement", help="raw_rate: already placed on the server node (JSON, set by the relay)")
     a, cfg = cli.finish(ap, argv)
     _progress(f"start: {shlex.join(sys.argv[1:]) if argv is None else shlex.join(argv)}"[:300])
@@ -580,7 +616,7 @@ def main(argv=None) -> int:
             return run_raw_rate(cfg, a.model, a.framework, a.rep, a.models, pl)
         _progress("raw rate on the server node: " + shlex.join(relay)[:600])
         return subprocess.run(relay, env=_env()).returncode
-    return run_ceiling(cfg, a.rep)
+    return run_ceiling(cfg, a.rep, shlex.split(a.driver_exec))
 
 
 if __name__ == "__main__":

@@ -142,10 +142,11 @@ def inf_raw_inputs(wildcards):
     return expected
 
 
-def inf_resources(runtime=None):
-    """n+1 (driver node + server node); the server node's accelerator via --gres."""
+def inf_resources(runtime=None, gpu=True):
+    """n+1 (driver node + server node); the server node's accelerator via --gres (gpu=False: a job
+    whose sides use none, the ceiling)."""
     res = n_plus_1_resources(1, runtime=runtime or INF["slurm"]["runtime_minutes"])
-    if INF["slurm"]["gres"]:
+    if gpu and INF["slurm"]["gres"]:
         res["slurm_extra"] = f"{res['slurm_extra']} --gres={INF['slurm']['gres']}"
     return res
 

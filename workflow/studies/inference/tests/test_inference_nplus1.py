@@ -15,6 +15,8 @@ import inference_study_testlib as tl
 import pytest
 from studies.inference import layout, run
 
+from repro import rawio
+
 
 def test_slurm_placement_server_on_the_second_node_locust_on_the_batch_node():
     pl = run.placement(["node3", "node4"], here="node3", cpus="2")
@@ -64,6 +66,45 @@ def test_commands_put_srun_first_and_the_image_inside_the_step(tmp_path):
     local = run.placement([], "")
     cmd = run.serve_command(cfg, "tfserving", "resnet50", "/m", tmp_path / "w", tmp_path / "r.json", local)
     assert cmd[0] == sys.executable and cmd[cmd.index("--bind") + 1] == "127.0.0.1"
+
+
+def test_ceiling_splits_like_a_serve_job_endpoint_on_the_server_node_locust_on_the_driver(tmp_path):
+    """The ceiling uses both nodes it asks for: the trivial endpoint in an srun step on the server node,
+    bound to every interface, Locust (in its image) against the URL the endpoint advertises, on the driver."""
+    cfg = tl.section(models=["resnet50"], servers=["tfserving"], repeats=1, ceiling={"users": [2], "run_time_s": 2})
+    image = ["apptainer", "exec", "locust.sif"]
+    pl = run.placement(["node0", "node1"], here="node0", cpus="2")
+    srv = run.ceiling_server_command(pl, tmp_path / "server.json", image, "-9")
+    i = srv.index("apptainer")
+    assert srv[0] == "srun" and "--nodelist=node1" in srv[:i] and "--job-name=rinf-ceiling-server-9" in srv[:i]
+    assert srv[i:i + 3] == image and srv[i + 3:i + 6] == ["python3", "-m", "tools.locust.trivial_server"]
+    assert srv[srv.index("--host") + 1] == "0.0.0.0" and srv[srv.index("--port") + 1] == "0"
+    drv = run.ceiling_driver_command(cfg, "http://node1-host:4321", tmp_path / "o", pl, image)
+    assert drv[:3] == image and drv[drv.index("--host") + 1] == "http://node1-host:4321"  # batch step = driver
+    elsewhere = run.placement(["node0", "node1"], here="node1")
+    assert "--nodelist=node0" in run.ceiling_driver_command(cfg, "http://x:1", tmp_path / "o", elsewhere)
+    local = run.placement([], "")
+    srv = run.ceiling_server_command(local, tmp_path / "r.json")
+    assert srv[0] == sys.executable and srv[srv.index("--host") + 1] == "127.0.0.1"
+
+
+def test_ceiling_records_where_each_side_ran_and_leaves_no_endpoint(tmp_path, monkeypatch):
+    """Locally (no Slurm) both sides on this host: every record names the endpoint's host and the
+    generator's host (measured by each side), the URL used, and that the endpoint was stopped."""
+    monkeypatch.chdir(tmp_path)
+    for v in ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURMD_NODENAME"):
+        monkeypatch.delenv(v, raising=False)
+    subprocess.run([str(tl.REPO / "tools/locust/setup.sh")], check=True)
+    cfg = tl.section(models=["resnet50"], servers=["tfserving"], repeats=1, ceiling={"users": [2], "run_time_s": 2})
+    cfg["locust"]["processes"] = 0
+    assert run.run_ceiling(cfg, 0) == 0
+    rec = json.loads((tmp_path / layout.raw_path(layout.ceiling_params(2), 0)).read_text())
+    ex = rec["extra"]
+    assert rec["status"] == "ok" and rawio.value(rec, "throughput") > 0
+    assert ex["server_host"] and ex["driver_host"] and ex["placement"]["launcher"] == "local"
+    assert ex["server_url"].startswith("http://127.0.0.1:") and ex["server_stop"].startswith("server step stopped by")
+    assert ex["driver_command"][ex["driver_command"].index("--host") + 1] == ex["server_url"]
+    assert not list((tmp_path / layout.WORK_DIR).rglob("server.json"))  # the endpoint's work dir is gone
 
 
 def _gone(pid: int) -> bool:
