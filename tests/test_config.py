@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
+from repro import config as repro_config
 
 
 def _overlay(ws, text):
@@ -34,3 +37,42 @@ def test_local_and_full_configs_plan(snake):
     full = snake("-n", "--profile", "profiles/slurm", "--configfile", "config/config.yaml", timeout=300)
     assert "cloudcost_run" in full.stdout
     assert "slurm_partition=batch" in full.stdout  # the cluster plan carries Slurm resources
+
+
+def test_run_section_leaves_out_judging_keys_at_any_depth():
+    from repro import config as rc
+
+    schema = {"properties": {
+        "repeats": {"type": "integer"},
+        "claims": {"type": "object", "x-judging": True},
+        "bytes": {"type": "object", "properties": {"sizes": {"type": "array"},
+                                                   "tolerance": {"type": "number", "x-judging": True}}},
+    }}
+    section = {"repeats": 3, "claims": {"lead_tolerance": 0.1}, "bytes": {"sizes": [1], "tolerance": 0.2}}
+    assert rc.judging_paths(schema) == [("claims",), ("bytes", "tolerance")]
+    run = rc.run_section(section, schema)
+    assert run == {"repeats": 3, "bytes": {"sizes": [1]}}
+    assert section["claims"] == {"lead_tolerance": 0.1}  # the analysis' copy is untouched
+    judged_otherwise = {**section, "claims": {"lead_tolerance": 0.5}, "bytes": {"sizes": [1], "tolerance": 9}}
+    assert rc.run_section(judged_otherwise, schema) == run  # a tolerance change: same benchmark params
+    assert rc.run_section({**section, "repeats": 4}, schema) != run  # a run key change: different
+
+
+@pytest.mark.parametrize("study", repro_config.study_names())
+def test_changing_every_judging_key_leaves_the_benchmarks_params_alone(study):
+    """config/config.yaml's section of each study: every x-judging value replaced gives the same
+    run section (what benchmark rules get), and each judging key is one the schema really has."""
+    import yaml
+    from repro import config as rc
+
+    cfg = rc.load("config/config.yaml")
+    schema = rc.study_schema(study)
+    section = cfg.get(study, {})
+    changed = copy.deepcopy(section)
+    for path in rc.judging_paths(schema):
+        node = changed
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = {"changed": True}
+    assert rc.run_section(changed, schema) == rc.run_section(section, schema)
+    assert yaml.safe_dump(rc.run_section(section, schema)) is not None

@@ -57,8 +57,15 @@ def enabled(study):
 
 
 def study_json(study):
-    """A study's config section as a shell-quoted JSON argument."""
+    """A study's config section as a shell-quoted JSON argument (analysis rules: all of it)."""
     return shlex.quote(json.dumps(config[study], sort_keys=True))
+
+
+def run_json(study):
+    """What a benchmark rule gets: the section without the keys its schema marks x-judging
+    (tolerances, captions, scores), so changing one never re-runs a benchmark."""
+    section = repro_config.run_section(config[study], repro_config.study_schema(study))
+    return shlex.quote(json.dumps(section, sort_keys=True))
 
 
 # ---------------------------------------------------------------------------

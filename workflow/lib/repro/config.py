@@ -11,6 +11,12 @@ checked:
   nodes (the driver node plus ``n`` system nodes), which must fit in
   ``cluster.partition_nodes``;
 * ``x-layout: n`` on a list of node counts: ``n`` nodes must fit.
+
+A third keyword splits what runs from what judges: ``x-judging: true`` on a property (a claim's
+tolerance, a caption, a usability score) means that only the analysis reads it.  A benchmark rule
+gets ``run_section(...)`` of its study's section, which leaves those out, so changing one re-runs
+the claims, figures or tables that read it, never a benchmark (Snakemake re-runs a job whose
+params changed).
 """
 
 from __future__ import annotations
@@ -145,6 +151,31 @@ def validate(config: Mapping, schema: dict | None = None, source: str = "config"
     if messages:
         raise ConfigError(f"invalid configuration ({source}):\n  " + "\n  ".join(messages))
     return cfg
+
+
+def judging_paths(schema: Mapping, prefix: tuple = ()) -> list[tuple]:
+    """The key paths of the properties a study's schema marks ``x-judging: true`` (analysis only)."""
+    out: list[tuple] = []
+    for name, sub in (schema.get("properties") or {}).items():
+        if not isinstance(sub, Mapping):
+            continue
+        if sub.get("x-judging"):
+            out.append(prefix + (name,))
+        else:
+            out.extend(judging_paths(sub, prefix + (name,)))
+    return out
+
+
+def run_section(section: Mapping, schema: Mapping) -> dict:
+    """A study's config section without its judging keys: what a benchmark job is given."""
+    out = copy.deepcopy(dict(section))
+    for path in judging_paths(schema):
+        node = out
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(path[-1], None)
+    return out
 
 
 def load(path: str | Path, overrides: Mapping | None = None) -> dict:
