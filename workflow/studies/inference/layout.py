@@ -105,6 +105,34 @@ def check(cfg: dict) -> None:
             raise LayoutError(f"inference.usability.scores.{server}: {n} scores expected (one per criterion)")
 
 
+# Memory of the model preparation (inference_prepare's mem_mb). Peak RSS of the largest preparation
+# process per model (sides run one after the other), measured 2026-11-27 with /usr/bin/time -v over
+# `python -m repro_inference.prepare --models M` at the paper's sizes, random-from-config weights,
+# --torchscript (this 2-core machine, load 1-6; BART's torch side only packs its handler and config):
+PREPARE_PEAK_MB = {"resnet50": 1047, "wav2vec2": 1799, "wav2vec2_truncated": 1799, "bart": 23}
+# fp32 weights of the checkpoints (parameters x 4 B: 25.6 M, 94.4 M, 406 M); with weights=pretrained a
+# preparation holds them twice (the loaded state dict and the model) -- an estimate, never measured
+# here (no model hub)
+WEIGHTS_MB = {"resnet50": 98, "wav2vec2": 361, "wav2vec2_truncated": 361, "bart": 1550}
+PREPARE_HEADROOM = 2.0  # other library versions, page cache of the exports, the archiver
+
+
+def prepare_mem_mb(cfg: dict, node_mem_mb: int, refuse: bool = True) -> int:
+    """What inference_prepare asks Slurm for (MB): the configured models' largest preparation with
+    headroom, in 500 MB steps; refused (naming the key) when one node has less than that, unless
+    ``refuse`` is false (the study is switched off: its plan is not this configuration's business)."""
+    def need(m):
+        return PREPARE_PEAK_MB[m] + (2 * WEIGHTS_MB[m] if cfg["weights"] == "pretrained" else 0)
+
+    biggest = max(cfg["models"], key=need)
+    mb = -(-int(need(biggest) * PREPARE_HEADROOM) // 500) * 500
+    if refuse and mb > node_mem_mb:
+        raise LayoutError(f"cluster.mem_mb_per_node: {node_mem_mb} MB per node is less than inference_prepare needs "
+                          f"for inference.models {list(cfg['models'])} with weights {cfg['weights']}: {mb} MB "
+                          f"({biggest}: {need(biggest)} MB peak x {PREPARE_HEADROOM} headroom)")
+    return mb
+
+
 def kind_of(cfg: dict, server: str) -> str:
     return cfg["kinds"][server]
 

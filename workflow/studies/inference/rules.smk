@@ -7,7 +7,9 @@ include: "study.smk"
 
 rule inference_prepare:
     """Every model in the formats each server needs (systems/inference prepare --cached: the
-    directory is keyed by the options and reused); writes where it is and the spec it was made with."""
+    directory is keyed by the options and reused); writes where it is and the spec it was made with.
+    Memory: what the configured models' preparation needs (layout.prepare_mem_mb), refused at plan
+    time when cluster.mem_mb_per_node is smaller."""
     input:
         code=study_code("inference", "run", "layout"),
     output:
@@ -19,7 +21,7 @@ rule inference_prepare:
     resources:
         bench=1,
         runtime=120,
-        mem_mb=8000,
+        mem_mb=INF_PREPARE_MEM_MB,
     params:
         cfg=lambda wc: study_json("inference"),
     shell:

@@ -16,6 +16,7 @@ from studies.inference import layout as inf_layout
 INF = config["inference"]
 try:
     inf_layout.check(INF)
+    INF_PREPARE_MEM_MB = inf_layout.prepare_mem_mb(INF, config["cluster"]["mem_mb_per_node"], enabled("inference"))
 except inf_layout.LayoutError as _exc:
     raise WorkflowError(str(_exc)) from None
 INF_DIR = f"{STUDIES}/inference"

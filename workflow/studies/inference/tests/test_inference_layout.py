@@ -100,3 +100,29 @@ def test_plans(snake, workspace):
     out = snake("-n", "inference", "--profile", "profiles/local", "--configfile", "config/local.yaml", str(bad),
                 timeout=300, check=False)
     assert out.returncode != 0 and "inference.kinds.triton-pytorch" in out.stdout + out.stderr
+    # the preparation asks what the configured models need, from the config, not a fixed 8 GB
+    prep = full.split("rule inference_prepare:", 1)[1].split("\n\n", 1)[0]
+    want = layout.prepare_mem_mb(tl.section(local=False), 24000)
+    assert f"mem_mb={want}," in prep and want != 8000, prep
+    small = workspace / "inference-small-node.yaml"
+    small.write_text("inference: {enabled: true}\ncluster: {mem_mb_per_node: 3000}\n")
+    out = snake("-n", "inference", "--profile", "profiles/slurm", "--configfile", "config/config.yaml", str(small),
+                timeout=300, check=False)
+    assert out.returncode != 0 and "cluster.mem_mb_per_node: 3000 MB" in out.stdout + out.stderr
+
+
+def test_prepare_memory_follows_the_models_and_weights_and_refuses_a_small_node():
+    small = tl.section(models=["resnet50"], kick={"server": "torchserve", "model": "resnet50"},
+                       weights="random-from-config")
+    big = tl.section(local=False)  # every model, pretrained weights
+    assert layout.prepare_mem_mb(small, 100_000) < layout.prepare_mem_mb(big, 100_000)
+    assert layout.prepare_mem_mb(small, 100_000) >= layout.PREPARE_PEAK_MB["resnet50"]
+    pre = tl.section(local=False, models=["bart"], kick={"server": "torchserve", "model": "bart"})
+    rnd = tl.section(local=False, models=["bart"], kick={"server": "torchserve", "model": "bart"},
+                     weights="random-from-config")
+    assert layout.prepare_mem_mb(pre, 100_000) >= 2 * layout.WEIGHTS_MB["bart"] > layout.prepare_mem_mb(rnd, 100_000)
+    need = layout.prepare_mem_mb(big, 100_000)
+    assert layout.prepare_mem_mb(big, need) == need
+    with pytest.raises(layout.LayoutError, match=r"cluster\.mem_mb_per_node: 2000 MB.*inference\.models"):
+        layout.prepare_mem_mb(big, 2000)
+    assert layout.prepare_mem_mb(big, 2000, refuse=False) == need  # switched off: planned, not refused
