@@ -127,7 +127,8 @@ class Agent:
                                  capture_output=True, text=True).stdout.split()
             if "inet" in out:
                 return out[out.index("inet") + 1].split("/")[0]
-            raise SystemExit(f"agent: no IPv4 address on interface {self.a.interface}")
+            raise SystemExit(f"agent on {socket.gethostname()}: no IPv4 address on interface {self.a.interface}"
+                             " (memfs.networks[...].interface; the memfs_site_check job checks it on a cluster)")
         try:
             return socket.gethostbyname(socket.gethostname())
         except OSError:

@@ -62,6 +62,41 @@ def configs(cfg: dict) -> list[tuple[str, dict, int]]:
     return out
 
 
+def used_networks(cfg: dict) -> list[str]:
+    """The names under memfs.networks that the configured runs (and the kick) use, in order."""
+    return _uniq([wc["network"] for _, wc, _ in configs(cfg)] + [cfg["kick"]["network"]])
+
+
+class LayoutError(ValueError):
+    """A configuration the plan can refuse before any job runs (names the key)."""
+
+
+def check_networks(cfg: dict) -> None:
+    """Plan-time: every network a run or the kick names is a key of memfs.networks (else LayoutError
+    naming the key that names it)."""
+    keys = [("envelope.networks", cfg["envelope"]["networks"]), ("table.networks", cfg["table"]["networks"]),
+            ("metadata.networks", cfg["metadata"]["networks"]), ("sweeps.network", [cfg["sweeps"]["network"]]),
+            ("limit.networks", cfg["limit"]["networks"]), ("kick.network", [cfg["kick"]["network"]])]
+    bad = [f"memfs.{k} names {n!r}, which is not a key of memfs.networks ({', '.join(cfg['networks']) or 'none'})"
+           for k, nets in keys for n in nets if n not in cfg["networks"]]
+    if bad:
+        raise LayoutError("invalid configuration:\n  " + "\n  ".join(bad))
+
+
+def site_interfaces(cfg: dict) -> dict[str, str]:
+    """{network: interface} of the used real (not emulated) networks that name an interface: the
+    agents bind that interface's address on a cluster, so every node must have it (site_check.py)."""
+    nets = cfg["networks"]
+    return {n: nets[n]["interface"] for n in used_networks(cfg)
+            if n in nets and not nets[n].get("emulate") and nets[n].get("interface")}
+
+
+def site_check_nodes(cfg: dict) -> int:
+    """Nodes of the site check job: the smallest run's n+1 (at least 2), so any allocation the study
+    can get it can get; a missing interface is missing on a driver and a system node alike."""
+    return max(2, min([int(wc["n"]) for _, wc, _ in configs(cfg)] + [int(cfg["kick"]["nodes"][0])]) + 1)
+
+
 def expected_raw(cfg: dict) -> list[str]:
     """Every raw file the config asks for (the tables show missing ones as not run)."""
     return [PATTERNS[exp].format(rep=r, **wc) for exp, wc, reps in configs(cfg) for r in range(reps)]

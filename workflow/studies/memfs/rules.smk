@@ -7,11 +7,31 @@ include: "study.smk"
 include: "workflows.smk"
 
 
+rule memfs_site_check:
+    """Cluster runs only (a real network naming an interface): the nodes have each interface of
+    memfs.networks with an IPv4 address, checked once before any run job; fails naming the key,
+    the interface and the node (site_check.py)."""
+    input:
+        code=study_code("memfs", "site_check"),
+    output:
+        MEMFS_SITE,
+    log:
+        "results/memfs/log/site_check.log",
+    resources:
+        **n_plus_1_resources(memfs_layout.site_check_nodes(MEMFS) - 1, runtime=10),
+    params:
+        cfg=shlex.quote(json.dumps({"interfaces": MEMFS_SITE_IFACES}, sort_keys=True)),
+    shell:
+        f"{study_module('memfs', 'site_check')} --config {{params.cfg}} --out {{output}} 2> {{log}}"
+        " || {{ cat {log} >&2; exit 1; }}"
+
+
 rule memfs_envelope_run:
     """MTC Envelope I/O (iozone): one design, network, node count, file size, repeat."""
     input:
         system_image_input("memfs"),
         code=MEMFS_BENCH_CODE,
+        site=MEMFS_SITE_INPUT,
     output:
         MEMFS_PATTERNS["envelope"],
     log:
@@ -39,6 +59,7 @@ rule memfs_metadata_run:
     input:
         system_image_input("memfs"),
         code=MEMFS_BENCH_CODE,
+        site=MEMFS_SITE_INPUT,
     output:
         MEMFS_PATTERNS["metadata"],
     log:
@@ -64,6 +85,7 @@ rule memfs_stripe_run:
     input:
         system_image_input("memfs"),
         code=MEMFS_BENCH_CODE,
+        site=MEMFS_SITE_INPUT,
     output:
         MEMFS_PATTERNS["stripe"],
     log:
@@ -89,6 +111,7 @@ rule memfs_threads_run:
     input:
         system_image_input("memfs"),
         code=MEMFS_BENCH_CODE,
+        site=MEMFS_SITE_INPUT,
     output:
         MEMFS_PATTERNS["threads"],
     log:
@@ -115,6 +138,7 @@ rule memfs_limit_run:
     input:
         system_image_input("memfs"),
         code=MEMFS_BENCH_CODE,
+        site=MEMFS_SITE_INPUT,
     output:
         MEMFS_PATTERNS["limit"],
     log:

@@ -18,6 +18,17 @@ from studies.memfs import layout as memfs_layout
 
 MEMFS = config["memfs"]
 MEMFS_ON = enabled("memfs")
+if MEMFS_ON:
+    try:
+        memfs_layout.check_networks(MEMFS)
+    except memfs_layout.LayoutError as _exc:
+        raise WorkflowError(str(_exc)) from None
+# Issue 19 defect 8: on a cluster the agents bind each real network's interface; one job
+# (memfs_site_check, rules.smk) checks the nodes have it before any run job is submitted.
+MEMFS_SITE_IFACES = memfs_layout.site_interfaces(MEMFS) if LAUNCHER == "slurm" else {}
+MEMFS_SITE = "results/memfs/site_check.json"
+# ancient: the check gates the runs, it never makes finished runs stale
+MEMFS_SITE_INPUT = ancient(MEMFS_SITE) if MEMFS_SITE_IFACES else []
 MEMFS_DIR = f"{STUDIES}/memfs"
 MEMFS_RAW = memfs_layout.RAW_DIR
 MEMFS_PUBLISHED = f"{MEMFS_DIR}/published.csv"
