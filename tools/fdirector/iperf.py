@@ -53,19 +53,21 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def run_iperf3(host: str = "127.0.0.1", port: int | None = None, seconds: float = 2.0,
-               start_server: bool = True, iperf3: str | None = None) -> tuple[dict, str]:
+               start_server: bool = True, iperf3: str | None = None,
+               server_prefix: list[str] | tuple = ()) -> tuple[dict, str]:
     """Runs one iperf3 test against host:port; returns (parsed, raw JSON text). With
-    ``start_server`` a one-shot server is started on host:port and always stopped."""
+    ``start_server`` a one-shot server is started on host:port and always stopped;
+    ``server_prefix`` starts it elsewhere (an srun step on the node that owns ``host``)."""
     exe = iperf3 or shutil.which("iperf3")
     if not exe:
         raise IperfError("iperf3 not found: install the Debian package iperf3")
-    port = port or free_port(host)
+    port = port or free_port("0.0.0.0" if server_prefix else host)  # another node: a port free here
     server = None
     try:
         if start_server:
-            server = subprocess.Popen([exe, "-s", "-1", "-B", host, "-p", str(port)],
+            server = subprocess.Popen([*server_prefix, exe, "-s", "-1", "-B", host, "-p", str(port)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + (90 if server_prefix else 10)
         while True:  # the server may need a moment to listen; a probe would use up its one test
             # iperf3 -t takes whole seconds and 0 means "for ever": at least 1, and a hard bound
             secs = max(1, math.ceil(seconds))

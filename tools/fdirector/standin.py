@@ -4,10 +4,12 @@ by ``stop()`` (or the context manager), by PID file, also when the caller fails.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,10 +84,17 @@ class _Managed:
 
 class LocalPlatform(_Managed):
     """``faas-standin up --kind KIND`` running FUNCTION; ``url`` is the function's endpoint,
-    ``scale_url`` the director's callback for the instance count."""
+    ``scale_url`` the director's callback for the instance count.
+
+    Placement (the cluster path; default: everything on this host, on loopback): ``launch`` is the
+    command prefix that runs ``up`` on the platform's node (an srun step), ``listen`` the address
+    it binds, ``instance_hosts`` the hosts its instances spread over (``[{"node", "listen",
+    "launch"}]``, see systems/faas-standin/README.md). ``state_dir`` must then be on a directory
+    both nodes see; ``down`` runs through ``launch`` too (the PID files are the platform node's)."""
 
     def __init__(self, kind: str, function: str, instances: int = 1, workers: int | None = None,
-                 max_body: int | None = None, state_dir: Path | None = None, log: Path | None = None):
+                 max_body: int | None = None, state_dir: Path | None = None, log: Path | None = None,
+                 launch: list[str] = (), listen: str | None = None, instance_hosts: list[dict] | None = None):
         if kind not in ("openfaas", "nuclio-cpp", "nuclio-go"):
             raise StandInError(f"kind {kind!r}: want openfaas, nuclio-cpp or nuclio-go")
         if function not in FUNCTIONS:
@@ -112,6 +121,14 @@ class LocalPlatform(_Managed):
             self.argv += ["--workers", str(workers)]
         if max_body is not None:
             self.argv += ["--max-body", str(max_body)]
+        if listen is not None:
+            self.argv += ["--listen", f"{listen}:0"]
+        if instance_hosts:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            hosts = self.state_dir / "instance-hosts.json"
+            hosts.write_text(json.dumps(instance_hosts))
+            self.argv += ["--instance-hosts", str(hosts)]
+        self.launch = list(launch)
         self.proc: subprocess.Popen | None = None
         self.base_url = ""
 
@@ -129,45 +146,62 @@ class LocalPlatform(_Managed):
         return f"{self.base_url}/system/status"
 
     def start(self) -> LocalPlatform:
-        _spawn(self, self.argv, self.log, self.state_dir / "ready", f"faas-standin up --kind {self.kind}", 30)
+        _spawn(self, self.launch + self.argv, self.log, self.state_dir / "ready",
+               f"faas-standin up --kind {self.kind}", 180 if self.launch else 30)
         self.base_url = (self.state_dir / "endpoint").read_text().strip()
         return self
+
+    def status(self) -> dict:
+        """``GET /system/status``: the front's and every instance's measured node, hostname, address."""
+        with urllib.request.urlopen(self.status_url, timeout=30) as r:
+            return json.loads(r.read())
 
     def instance_pids(self) -> list[int]:
         return [int(p.read_text()) for p in sorted(self.state_dir.glob("instance-*.pid"))]
 
     def _end(self) -> None:
-        subprocess.run([str(STANDIN_BIN), "down", "--state-dir", str(self.state_dir)], check=False,
-                       capture_output=True)
+        subprocess.run(self.launch + [str(STANDIN_BIN), "down", "--state-dir", str(self.state_dir)], check=False,
+                       capture_output=True, timeout=120)
         try:
-            self.proc.wait(timeout=15)
+            self.proc.wait(timeout=30 if self.launch else 15)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, 9)
             self.proc.wait()
 
 
 class EchoServer(_Managed):
-    """The bare HTTP echo server (no platform): the director's ceiling."""
+    """The bare HTTP echo server (no platform): the director's ceiling. ``launch``/``listen`` place
+    it (an srun step on a system node, bound to its address); ``state_dir`` must then be shared."""
 
-    def __init__(self, state_dir: Path | None = None):
+    def __init__(self, state_dir: Path | None = None, launch: list[str] = (), listen: str = "127.0.0.1"):
         if not STANDIN_BIN.exists():
             raise StandInError(f"{STANDIN_BIN} missing: run `make -C systems/faas-standin`")
         self._tmp = tempfile.TemporaryDirectory(prefix="faas-echo-") if state_dir is None else None
         self.state_dir = Path(self._tmp.name if self._tmp else state_dir)
         self.proc: subprocess.Popen | None = None
         self.url = ""
+        self.launch, self.listen = list(launch), listen
 
     def start(self) -> EchoServer:
         endpoint = self.state_dir / "echo.endpoint"
-        argv = [str(STANDIN_BIN), "echo", "--listen", "127.0.0.1:0", "--endpoint-file", str(endpoint),
-                "--pid-file", str(self.state_dir / "echo.pid")]
-        self.url = _spawn(self, argv, self.state_dir / "echo.log", endpoint, "faas-standin echo", 15) + "/"
+        argv = [*self.launch, str(STANDIN_BIN), "echo", "--listen", f"{self.listen}:0", "--endpoint-file",
+                str(endpoint), "--pid-file", str(self.state_dir / "echo.pid")]
+        self.url = _spawn(self, argv, self.state_dir / "echo.log", endpoint, "faas-standin echo",
+                          180 if self.launch else 15) + "/"
         return self
 
+    def where(self) -> dict:
+        """Where the echo server measured it runs (its NODE line in its log) and its address."""
+        for line in (self.state_dir / "echo.log").read_text(errors="replace").splitlines():
+            if line.startswith("NODE "):
+                parts = line.split()
+                return {"node": parts[1], "hostname": parts[2], "listen": self.url}
+        return {"node": None, "hostname": None, "listen": self.url}
+
     def _end(self) -> None:
-        self.proc.terminate()
+        self.proc.terminate()  # srun forwards it to the step
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=30 if self.launch else 10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

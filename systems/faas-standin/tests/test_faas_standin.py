@@ -184,3 +184,26 @@ def test_down_stops_everything_even_after_sigkill_of_the_supervisor(tmp_path):
     subprocess.run([str(BIN), "down", "--state-dir", str(tmp_path / "st")], check=True, timeout=30)
     p.proc = None
     assert_all_gone(pids, tmp_path / "st")
+
+
+def test_instances_spread_over_the_instance_hosts_and_report_where_they_run(tmp_path):
+    """--instance-hosts: each new instance goes to the host with the fewest, through that host's
+    launch prefix (here `env SLURMD_NODENAME=...`, standing for an srun step on a node), bound to its
+    listen address; status gives each instance's measured node, and a scaled-down then up platform
+    fills the emptied host first."""
+    hosts = [{"node": f"fake{i}", "listen": "127.0.0.1", "launch": ["env", f"SLURMD_NODENAME=fake{i}"]}
+             for i in range(2)]
+    with standin.LocalPlatform("nuclio-go", "reverse-go", 1, state_dir=tmp_path / "st", instance_hosts=hosts) as p:
+        fd.url_scaler(p.scale_url)(3)
+        st = p.status()
+        assert [i["node"] for i in st["instances"]] == ["fake0", "fake1", "fake0"]
+        assert all(i["hostname"] and i["url"].startswith("http://127.0.0.1:") for i in st["instances"])
+        assert st["node"] and st["hostname"]  # the front's own measured place
+        assert post(p.url, b"abc")[2] == b"cba"
+        fd.url_scaler(p.scale_url)(1)
+        fd.url_scaler(p.scale_url)(2)
+        assert [i["node"] for i in p.status()["instances"]] == ["fake0", "fake1"]
+    without = [{"node": "x", "listen": "", "launch": []}]
+    with pytest.raises(standin.StandInError):
+        standin.LocalPlatform("nuclio-go", "reverse-go", 1, state_dir=tmp_path / "bad", instance_hosts=without).start()
+    assert "no listen address" in (tmp_path / "bad" / "standin.log").read_text()

@@ -74,11 +74,12 @@ rule serverless_site_check:
 
 rule serverless_image_run:
     """One image run: the director against one platform at n instances (n+1 layout: the director on
-    the driver node, the n instances on the system nodes; locally processes on this host)."""
+    the driver node, the platform and its n instances on the system nodes, placement.py; locally
+    processes on this host; the baseline: one node)."""
     input:
         sl_system_inputs,
         images=SL_IMAGES_DIR,
-        code=study_code("serverless", "run", "layout"),
+        code=study_code("serverless", "run", "layout", "placement"),
     output:
         f"{sl_layout.RAW_DIR}/workload~image/variant~{{variant}}/platform~{{platform}}/instances~{{instances}}/rep~{{rep}}.json",
     log:
@@ -91,7 +92,8 @@ rule serverless_image_run:
         instances=r"[0-9]+",
         rep=r"[0-9]+",
     resources:
-        **sl_run_resources(lambda wc: int(wc.instances)),
+        # the baseline is the function run by the director on its own node: one node
+        **sl_run_resources(lambda wc: 0 if wc.platform == "baseline" else int(wc.instances)),
     params:
         exec=sl_exec(),
         cfg=lambda wc: study_json("serverless"),
@@ -111,7 +113,7 @@ for _sl_p in PLATFORMS_BYTES:
             f"serverless_bytes_run_{_sl_p.replace('-', '_')}"
         input:
             sl_system_inputs,
-            code=study_code("serverless", "run", "layout"),
+            code=study_code("serverless", "run", "layout", "placement"),
         output:
             sl_bytes_outputs(_sl_p),
         log:
@@ -143,7 +145,7 @@ for _sl_v in ("echo", "iperf3"):
             f"serverless_limit_run_{_sl_v}"
         input:
             sl_system_inputs,
-            code=study_code("serverless", "run", "layout"),
+            code=study_code("serverless", "run", "layout", "placement"),
         output:
             sl_layout.limit_outputs(SL, _sl_v, "{rep}"),
         log:

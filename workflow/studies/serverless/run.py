@@ -8,8 +8,11 @@
   python3 -m studies.serverless.run --config CFG --workload limit --variant echo|iperf3 --rep R
 
 Locally (mode standin) the platform is `faas-standin up` on this host, one process per instance,
-started at 1 instance and scaled to N by the director (the paper's step 1); on a cluster (mode
-kubernetes) systems/openfaas|nuclio/deploy.sh gives the URL and scales. Each run leaves the
+started at 1 instance and scaled to N by the director (the paper's step 1); in a Slurm job of n+1
+nodes (mode standin) the director stays on the driver node and the platform runs on the system
+nodes, bound to their addresses (placement.py); on a cluster (mode kubernetes)
+systems/openfaas|nuclio/deploy.sh gives the URL and scales. Every record stores the measured
+placement of both sides (extra.placement). Each run leaves the
 director's raw file (repro.fdirector.run/1, every request) under results/serverless/director/ and
 the study's raw file (repro.raw/1) under raw/; a run that fails leaves a failure record under
 failed/ and the job exits non-zero. Sizes the paper saw refused (bytes.refused_above, Nuclio Go
@@ -24,11 +27,11 @@ import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from repro import cli, rawio
+from repro import allocation, cli, rawio
 from studies.serverless import layout
+from studies.serverless import placement as place
 from tools.fdirector import director as fd
 from tools.fdirector import iperf, standin
 
@@ -46,18 +49,26 @@ def _versions() -> dict:
 class Platform:
     """The function's endpoint and the director's scaler, on this host or on the cluster."""
 
-    def __init__(self, cfg: dict, platform: str, function: str, state_dir: Path):
+    def __init__(self, cfg: dict, platform: str, function: str):
         self.cfg, self.platform, self.function = cfg, platform, function
         self.local: standin.LocalPlatform | None = None
-        self.state_dir = state_dir
+        self.plan = place.plan(_ALLOC[0], cfg["mode"])
+        self._tmp = None
 
     def __enter__(self):
         if self.cfg["mode"] == "standin":
-            sc = self.cfg["standin"]
+            sc, pl = self.cfg["standin"], self.plan
+            self._tmp = place.state_dir(pl)
             self.local = standin.LocalPlatform(
                 self.platform, self.function, instances=1, workers=sc["workers"],
-                max_body=sc["max_body"] if self.platform == "nuclio-go" else None, state_dir=self.state_dir)
-            self.local.start()
+                max_body=sc["max_body"] if self.platform == "nuclio-go" else None, state_dir=Path(self._tmp.name),
+                launch=pl["launch"], listen=pl["listen"] if pl["multi_host"] else None,
+                instance_hosts=pl["instance_hosts"])
+            try:
+                self.local.start()
+            except BaseException:
+                self._tmp.cleanup()
+                raise
             self.url = self.local.url
             self.scale = fd.url_scaler(self.local.scale_url)
         else:
@@ -74,13 +85,24 @@ class Platform:
                                             "--replicas", "{n}"])
         return self
 
+    def placement(self) -> dict:
+        """Both sides as measured now (the stand-in's /system/status; a Kubernetes platform: its URL)."""
+        if self.local is not None:
+            side = place.platform_side(self.local.status(), self.local.base_url)
+        else:
+            side = {"kind": "kubernetes (the kubeconfig's cluster)", "listen": self.url}
+        return place.measured(_ALLOC[0], self.url, side)
+
     def __exit__(self, *exc) -> None:
         if self.local is not None:
             self.local.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
 
 
 # where this job ran, measured once per job (host_facts) and written into every record it leaves
 _FACTS: dict = {}
+_ALLOC: list = [None]  # the job's allocation (repro.allocation), read once in main
 
 
 def host_facts(cfg: dict) -> dict:
@@ -116,8 +138,10 @@ def _fail(raw: str, rec: dict, why: str) -> None:
     _progress(f"FAILED {raw}: {why}")
 
 
-def _ok(raw: str, rec: dict, director_raw: dict | None) -> None:
+def _ok(raw: str, rec: dict, director_raw: dict | None, where: dict | None = None) -> None:
     _stamp(rec)
+    if where is not None:
+        rec.setdefault("extra", {})["placement"] = where
     if director_raw is not None:
         fd.save_raw(director_raw, layout.director_path(raw))
         rec.setdefault("extra", {}).update({"director_raw": layout.director_path(raw), "url": director_raw["url"],
@@ -179,12 +203,14 @@ def run_image(cfg: dict, variant: str, platform: str, instances: int, rep: int, 
             spec = fd.RunSpec(f"exec:{binary}", instances, 1, "parallel", cfg["timeout_s"], cfg["max_retries"],
                               labels={"study": "serverless", "rep": str(rep)})
             d = fd.run(spec, workload, None, progress=True)
+            where = place.measured(_ALLOC[0], spec.url, {"kind": "baseline: the function run directly by the "
+                                                                 "director, on its node"})
         else:
-            with tempfile.TemporaryDirectory(prefix="rsl-") as tmp, \
-                    Platform(cfg, platform, layout.function_of("image", variant, platform), Path(tmp)) as plat:
+            with Platform(cfg, platform, layout.function_of("image", variant, platform)) as plat:
                 spec = fd.RunSpec(plat.url, instances, im["per_instance"], "parallel", cfg["timeout_s"],
                                   cfg["max_retries"], labels={"study": "serverless", "rep": str(rep)})
                 d = fd.run(spec, workload, plat.scale, progress=True)
+                where = plat.placement()
     except (fd.DirectorError, standin.StandInError, OSError) as exc:
         _fail(raw, rec, f"{type(exc).__name__}: {exc}")
         return 1
@@ -197,7 +223,7 @@ def run_image(cfg: dict, variant: str, platform: str, instances: int, rep: int, 
         rawio.metric("mean_image_size", d["totals"]["bytes_sent"] / d["totals"]["requests"] / MiB, "MiB")]
     rec["sanity"] = {"answers_checked": "PNG of the input's width", "requests": d["totals"]["requests"],
                      "retries": d["totals"]["retries"]}
-    _ok(raw, rec, d)
+    _ok(raw, rec, d, where)
     _progress(f"{raw}: {d['totals']['requests_per_s']:.3f} images/s, {d['totals']['retries']} retries")
     return 0
 
@@ -210,13 +236,16 @@ def run_bytes(cfg: dict, variant: str, platform: str, instances: int, rep: int) 
     sizes = layout.bytes_sizes(cfg)
     bad = 0
     try:
-        with tempfile.TemporaryDirectory(prefix="rsl-") as tmp, \
-                Platform(cfg, platform, layout.function_of("bytes", variant, platform), Path(tmp)) as plat:
+        with Platform(cfg, platform, layout.function_of("bytes", variant, platform)) as plat:
             plat.scale(instances)
+            where = plat.placement()
+            _progress(f"placement: director {where['director']['node']}, platform "
+                      f"{where['platform'].get('node', where['platform'].get('kind'))} at {plat.url}")
             for k, size in enumerate(sizes):
                 params = layout.bytes_params(variant, platform, instances, size)
                 raw = layout.raw_path(params, rep)
                 rec = _record(cfg, params, rep, platform)
+                rec["extra"]["placement"] = where  # failure records too
                 _progress(f"{platform} {variant} n={instances} rep={rep}: {size} B ({k + 1}/{len(sizes)})")
                 spec = fd.RunSpec(plat.url, instances, by["per_instance"], variant, cfg["timeout_s"],
                                   cfg["max_retries"], labels={"study": "serverless", "rep": str(rep),
@@ -259,30 +288,41 @@ def run_limit(cfg: dict, variant: str, rep: int) -> int:
         raw = layout.raw_path(params, rep)
         rec = _record(cfg, params, rep, "iperf3")
         host = li["iperf_host"]
+        pl = place.plan(_ALLOC[0], cfg["mode"])
+        local_server = host in ("127.0.0.1", "localhost")
+        if local_server and pl["multi_host"]:  # the stand-in path: the server on the platform's node
+            host = pl["listen"]
         try:
-            parsed, _text = iperf.run_iperf3(host, None, li["iperf_seconds"],
-                                             start_server=host in ("127.0.0.1", "localhost"))
+            parsed, _text = iperf.run_iperf3(host, None, li["iperf_seconds"], start_server=local_server,
+                                             server_prefix=pl["launch"] if local_server else ())
         except (iperf.IperfError, OSError) as exc:
             _fail(raw, rec, f"iperf3: {exc}")
             return 1
         rec["metrics"] = [rawio.metric("throughput", parsed["mib_per_s"], "MiB/s")]
         rec["extra"].update({k: v for k, v in parsed.items() if k != "raw"})
-        _ok(raw, rec, None)
+        server = {"node": pl["platform_node"] if local_server else None, "listen": host,
+                  "note": "iperf3 -s started in a step on this node" if local_server else "limit.iperf_host"}
+        _ok(raw, rec, None, place.measured(_ALLOC[0], f"tcp://{host}/", server))
         _progress(f"{raw}: iperf3 {parsed['mib_per_s']:.1f} MiB/s")
         return 0
     bad = 0
-    with tempfile.TemporaryDirectory(prefix="rsl-echo-") as tmp:
+    pl = place.plan(_ALLOC[0], cfg["mode"])
+    with place.state_dir(pl) as tmp:
         echo = None
         try:
             if li["echo_url"]:
                 url = li["echo_url"]
+                server = {"kind": "limit.echo_url", "listen": url}
             else:
-                echo = standin.EchoServer(Path(tmp)).start()
+                echo = standin.EchoServer(Path(tmp), launch=pl["launch"], listen=pl["listen"]).start()
                 url = echo.url
+                server = echo.where()
+            where = place.measured(_ALLOC[0], url, server)
             for size in layout.limit_sizes(cfg):
                 params = layout.limit_echo_params(size)
                 raw = layout.raw_path(params, rep)
                 rec = _record(cfg, params, rep, "echo")
+                rec["extra"]["placement"] = where
                 spec = fd.RunSpec(url, 1, li["concurrency"], "parallel", cfg["timeout_s"], cfg["max_retries"],
                                   labels={"study": "serverless", "rep": str(rep), "size": str(size)})
                 try:
@@ -320,6 +360,7 @@ def main(argv=None) -> int:
     _progress(f"start: {shlex.join(sys.argv[1:]) if argv is None else shlex.join(argv)}"[:400])
     _FACTS.clear()
     _FACTS.update(host_facts(cfg))
+    _ALLOC[0] = allocation.current()  # Slurm's (scontrol) inside a job, else this one host
     _progress(f"driver {_FACTS['director_host']}: {_FACTS['director_cores']} cores"
               + (f"; cluster shape: {'; '.join(_FACTS['cluster_shape']['mismatch']) or 'as the paper'}"
                  if "cluster_shape" in _FACTS else ""))

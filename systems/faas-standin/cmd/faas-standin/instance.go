@@ -258,6 +258,8 @@ func cmdInstance(args []string, echoOnly bool) error {
 	if in.id == "" {
 		in.id = "instance@" + *listen
 	}
+	node, host := whereAmI()
+	fmt.Printf("NODE %s %s\n", node, host) // where it runs, measured here (the supervisor records it)
 	return serve(in, *listen, *endpointFile)
 }
 

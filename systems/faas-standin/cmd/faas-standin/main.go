@@ -51,7 +51,7 @@ func main() {
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   faas-standin up --kind openfaas|nuclio-cpp|nuclio-go --instances N [--fprocess BIN] --state-dir DIR
-                  [--listen 127.0.0.1:0] [--workers 1] [--max-body 2097152]
+                  [--listen 127.0.0.1:0] [--workers 1] [--max-body 2097152] [--instance-hosts FILE]
   faas-standin down --state-dir DIR
   faas-standin instance --kind openfaas-watchdog|nuclio-cpp|nuclio-go|echo [--fprocess BIN] [--listen ADDR]
   faas-standin echo [--listen ADDR] [--pid-file F] [--endpoint-file F]

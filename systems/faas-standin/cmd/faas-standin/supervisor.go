@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,10 +30,21 @@ const defaultNuclioWorkers = 1 // Nuclio's HTTP trigger default ("by default, it
 
 type child struct {
 	id       int
+	host     int // index into supervisor.hosts (-1: this host)
 	cmd      *exec.Cmd
 	url      string
+	node     string // where the instance measured it runs (its NODE line)
+	hostname string
 	restarts int
 	done     chan struct{}
+}
+
+// placement is one host the instances may run on (--instance-hosts): the command prefix that
+// runs a process there (an srun step on a cluster node), the address to listen on, its name.
+type placement struct {
+	Node   string   `json:"node"`
+	Listen string   `json:"listen"`
+	Launch []string `json:"launch"`
 }
 
 type supervisor struct {
@@ -42,12 +54,47 @@ type supervisor struct {
 	workers   int
 	maxBody   int64
 	stateDir  string
+	hosts     []placement
 	front     *front
 	mu        sync.Mutex
 	children  []*child
 	nextID    int
 	stopping  bool
 	scaleLock sync.Mutex
+}
+
+// readHosts reads --instance-hosts (none: every instance on this host, on loopback).
+func readHosts(path string) ([]placement, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--instance-hosts: %w", err)
+	}
+	var hosts []placement
+	if err := json.Unmarshal(b, &hosts); err != nil {
+		return nil, fmt.Errorf("--instance-hosts %s: %w", path, err)
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("--instance-hosts %s: no host", path)
+	}
+	for i, h := range hosts {
+		if h.Listen == "" {
+			return nil, fmt.Errorf("--instance-hosts %s: host %d (%q) has no listen address", path, i, h.Node)
+		}
+	}
+	return hosts, nil
+}
+
+// whereAmI is (Slurm node name, hostname) of this process: SLURMD_NODENAME, which srun sets in
+// every step, else the hostname.
+func whereAmI() (string, string) {
+	host, _ := os.Hostname()
+	if n := os.Getenv("SLURMD_NODENAME"); n != "" {
+		return n, host
+	}
+	return host, host
 }
 
 func instanceKind(kind string) string {
@@ -61,15 +108,43 @@ func (s *supervisor) pidFile(id int) string {
 	return filepath.Join(s.stateDir, fmt.Sprintf("instance-%d.pid", id))
 }
 
-// start launches instance id and waits for its LISTENING line.
+// leastLoaded is the host with the fewest instances (the first of equals): instances spread
+// over the hosts one by one, as Kubernetes spreads a deployment's pods; -1 without hosts.
+func (s *supervisor) leastLoaded() int {
+	if len(s.hosts) == 0 {
+		return -1
+	}
+	count := make([]int, len(s.hosts))
+	for _, c := range s.children {
+		if c.host >= 0 {
+			count[c.host]++
+		}
+	}
+	best := 0
+	for i, n := range count {
+		if n < count[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// start launches instance id (on its host) and waits for its LISTENING line.
 func (s *supervisor) start(c *child) error {
-	args := []string{"instance", "--kind", instanceKind(s.kind), "--listen", "127.0.0.1:0",
+	listen, wait := "127.0.0.1:0", 15*time.Second
+	var launch []string
+	if c.host >= 0 {
+		h := s.hosts[c.host]
+		listen, launch, wait = net.JoinHostPort(h.Listen, "0"), h.Launch, 120*time.Second
+	}
+	args := []string{"instance", "--kind", instanceKind(s.kind), "--listen", listen,
 		"--id", fmt.Sprintf("%s-%d", s.kind, c.id), "--max-body", strconv.FormatInt(s.maxBody, 10),
 		"--workers", strconv.Itoa(s.workers)}
 	if s.fprocess != "" {
 		args = append(args, "--fprocess", s.fprocess)
 	}
-	cmd := exec.Command(s.self, args...)
+	argv := append(append(append([]string{}, launch...), s.self), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
@@ -87,8 +162,15 @@ func (s *supervisor) start(c *child) error {
 	line := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
-		if sc.Scan() {
+		for sc.Scan() {
+			if l := sc.Text(); strings.HasPrefix(l, "NODE ") {
+				if f := strings.Fields(l); len(f) >= 3 {
+					c.node, c.hostname = f[1], f[2]
+				}
+				continue
+			}
 			line <- sc.Text()
+			break
 		}
 		close(line)
 		io.Copy(io.Discard, out)
@@ -102,11 +184,11 @@ func (s *supervisor) start(c *child) error {
 			return fmt.Errorf("instance %d did not start (said %q)", c.id, l)
 		}
 		c.url = "http://" + strings.TrimPrefix(l, "LISTENING ")
-	case <-time.After(15 * time.Second):
+	case <-time.After(wait):
 		killGroup(cmd, syscall.SIGKILL)
 		cmd.Wait()
 		os.Remove(s.pidFile(c.id))
-		return fmt.Errorf("instance %d did not listen within 15 s", c.id)
+		return fmt.Errorf("instance %d did not listen within %s", c.id, wait)
 	}
 	c.cmd = cmd
 	c.done = make(chan struct{})
@@ -194,7 +276,7 @@ func (s *supervisor) scale(n int) error {
 	s.mu.Unlock()
 	for len(s.children) < n {
 		s.mu.Lock()
-		c := &child{id: s.nextID}
+		c := &child{id: s.nextID, host: s.leastLoaded()}
 		s.nextID++
 		err := s.start(c)
 		if err == nil {
@@ -228,6 +310,8 @@ func (s *supervisor) stopAll() {
 
 type status struct {
 	System    string     `json:"system_kind"`
+	Node      string     `json:"node"`     // where the front (gateway / queue) measured it runs
+	Hostname  string     `json:"hostname"` // its hostname
 	Front     string     `json:"front"`
 	Replicas  int        `json:"replicas"`
 	Workers   int        `json:"workers_per_instance,omitempty"`
@@ -240,14 +324,17 @@ type instInfo struct {
 	ID       int    `json:"id"`
 	PID      int    `json:"pid"`
 	URL      string `json:"url"`
+	Node     string `json:"node"`
+	Hostname string `json:"hostname"`
 	Restarts int    `json:"restarts"`
 }
 
 func (s *supervisor) status() status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := status{System: systemKind[instanceKind(s.kind)], Front: s.front.label, Replicas: len(s.children),
-		Queued: s.front.queuedNow()}
+	node, host := whereAmI()
+	st := status{System: systemKind[instanceKind(s.kind)], Node: node, Hostname: host,
+		Front: s.front.label, Replicas: len(s.children), Queued: s.front.queuedNow()}
 	if s.kind != "openfaas" {
 		st.Workers = s.workers
 	}
@@ -255,7 +342,7 @@ func (s *supervisor) status() status {
 		st.MaxBody = s.maxBody
 	}
 	for _, c := range s.children {
-		info := instInfo{ID: c.id, URL: c.url, Restarts: c.restarts}
+		info := instInfo{ID: c.id, URL: c.url, Node: c.node, Hostname: c.hostname, Restarts: c.restarts}
 		if c.cmd != nil {
 			info.PID = c.cmd.Process.Pid
 		}
@@ -290,6 +377,7 @@ func cmdUp(args []string) error {
 	fprocess := fs.String("fprocess", "", "the function binary (openfaas, nuclio-cpp)")
 	listen := fs.String("listen", "127.0.0.1:0", "address of the gateway / queue")
 	stateDir := fs.String("state-dir", "", "PID files, endpoint and ready files go here (required)")
+	hostsFile := fs.String("instance-hosts", "", "JSON [{node, listen, launch}]: run the instances there, spread")
 	workers := fs.Int("workers", defaultNuclioWorkers, "workers per instance (nuclio kinds)")
 	maxBody := fs.Int64("max-body", 2<<20, "nuclio-go body-size limit in bytes")
 	wait := fs.Duration("worker-wait", 60*time.Second, "nuclio: how long a request may wait for a free worker")
@@ -325,8 +413,12 @@ func cmdUp(args []string) error {
 	if *kind == "openfaas" {
 		frontKind = "openfaas"
 	}
+	hosts, err := readHosts(*hostsFile)
+	if err != nil {
+		return err
+	}
 	s := &supervisor{kind: *kind, self: self, fprocess: *fprocess, workers: *workers, maxBody: *maxBody,
-		stateDir: *stateDir, front: newFront(frontKind, *wait)}
+		stateDir: *stateDir, hosts: hosts, front: newFront(frontKind, *wait)}
 	pidPath := filepath.Join(*stateDir, "supervisor.pid")
 	readyPath := filepath.Join(*stateDir, "ready")
 	os.Remove(readyPath)
