@@ -86,12 +86,6 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 def mounted(path: Path) -> bool:
     target = str(Path(path).resolve())
     with open("/proc/self/mountinfo") as f:

@@ -11,8 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from systems.storage_common.daemons import Daemon, free_port, locks_under, pid_alive
+from systems.storage_common.daemons import Daemon, locks_under, pid_alive
 from systems.storage_common.s3 import S3Client
+from tools.common import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,7 @@
 """Run a workload XML through a real COSBench 0.4.2 (controller + driver from its release archive,
 as installed by containers/cosbench.def under /opt/cosbench) and collect its CSVs into the same
 output folder layout cosbench-driver writes (w<id>-<name>.csv, s<i>-<stage>.csv,
-workload-config.xml), so tools/cosbench/parse.py and the storage study read both alike.
+workload-config.xml), so tools/cosbench/parser.py and the storage study read both alike.
 
     python3 -m tools.cosbench.real WORKLOAD.xml --out DIR [--home /opt/cosbench] [--timeout S]
 

@@ -2,7 +2,7 @@
 
 For each block (object) size: sequential write and read bandwidth; plus random 4 KiB read and
 write IOPS. One fio run per job, `--output-format=json`, raw output kept as
-`OUT/<rw>~<bs>.json` (parse with tools.fio.parse). Debian's fio (3.33 on bookworm).
+`OUT/<rw>~<bs>.json` (parse with tools.fio.parser). Debian's fio (3.33 on bookworm).
 
     python -m tools.fio.runner --directory DIR --out OUT [--sizes 4k,64k,1m,4m] [--file-size 256m]
                                [--runtime 10] [--direct auto|0|1] [--iodepth 16]

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from systems.ceph.stack import ceph_conf
-from systems.storage_common.daemons import free_port
+from tools.common import free_port
 from systems.storage_common import testing as st
 
 SCRIPT = "ceph/stack.py"

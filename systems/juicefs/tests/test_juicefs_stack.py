@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from systems.storage_common.daemons import free_port
+from tools.common import free_port
 from systems.storage_common import testing as st
 
 SCRIPT = "juicefs/stack.py"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from systems.minio.stack import STAND_IN, pins
-from systems.storage_common.daemons import free_port
+from tools.common import free_port
 from systems.storage_common import testing as st
 
 SCRIPT = "minio/stack.py"

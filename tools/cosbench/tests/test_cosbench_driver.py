@@ -236,7 +236,7 @@ def test_csv_header_fixtures_match_output(driver, tmp_path):
 
 
 def test_parse_reads_driver_output_and_old_cosbench_header(driver, tmp_path):
-    from tools.cosbench import parse
+    from tools.cosbench import parser as parse
 
     out = tmp_path / "out"
     assert run(driver, CONF / "no-storage.xml", out, "--time-scale", "0.001", "--quiet").returncode == 0

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.cosbench import parse as cosparse
+from tools.cosbench import parser as cosparse
 from tools.cosbench import real
 
 HERE = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.fio import parse, runner
+from tools.fio import parser as parse, runner
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -5,7 +5,7 @@
 
 stack: brings the stack up with its own `systems/<x>/stack.py up` (state and data under
 paths.work_dir), runs every configuration of the benchmark against it -- COSBench workloads from
-tools/cosbench/gen.py through cosbench-driver (its CSVs parsed by tools/cosbench/parse.py), or
+tools/cosbench/gen.py through cosbench-driver (its CSVs parsed by tools/cosbench/parser.py), or
 mdtest / mdbench -n FILES -w 3901 -e 3901 -i ITERATIONS on the stack's file side -- and ALWAYS
 brings it down (try/finally, also on SIGTERM/SIGINT).
 
@@ -40,8 +40,9 @@ from pathlib import Path
 
 from repro import allocation, cli, provenance, rawio
 from studies.storage import layout, placement
+from tools.common import free_port
 from tools.cosbench import gen as cosgen
-from tools.cosbench import parse as cosparse
+from tools.cosbench import parser as cosparse
 from tools.mdtest.parser import parse_mdtest
 
 REPO = Path(__file__).resolve().parents[3]
@@ -70,12 +71,6 @@ def _terminate(signum, frame):
 # ---------------------------------------------------------------------------------------------
 # the stack
 # ---------------------------------------------------------------------------------------------
-def free_port() -> int:
-    from systems.storage_common.daemons import free_port as fp
-
-    return fp()
-
-
 def stack_args(cfg: dict, stack: str, state: Path, local: Path, pl: placement.Plan) -> list[str]:
     """`stack.py up` arguments: `state` holds what every node reads (shared on a cluster), `local`
     is node-local (daemon data, FUSE mount, caches)."""
@@ -415,7 +410,7 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
                            else {"cosbench-driver": "cosbench-driver 1.0"})
     try:
         if limit == "fio":
-            from tools.fio import parse as fparse
+            from tools.fio import parser as fparse
             from tools.fio import runner as frunner
 
             alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())

@@ -18,7 +18,7 @@ from repro import rawio
 
 from studies.storage import aggregate, analysis, layout
 from systems.storage_common.testing import mounts_under, processes_mentioning
-from tools.cosbench import parse as cosparse
+from tools.cosbench import parser as cosparse
 from tools.mdtest.parser import parse_mdtest
 
 from .storage_testlib import REPO, section

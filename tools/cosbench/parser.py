@@ -1,7 +1,7 @@
 """Parse COSBench result CSVs — real COSBench 0.4.x archives and cosbench-driver output alike —
 into tidy rows (one metric per row) for the study's measurements table.
 
-    from tools.cosbench.parse import workload_rows, tidy
+    from tools.cosbench.parser import workload_rows, tidy
     rows = workload_rows("archive/w12-name/w12-name.csv")   # one dict per stage and Op-Name
     long = tidy("results/.../out")                          # metric/value/unit rows + summary facts
 

@@ -9,7 +9,7 @@ One row per (job, direction, metric) for each direction that moved data:
 
 plus the parameters (rw, bs, iodepth, direct, ioengine, size, numjobs, job, fio_version).
 
-    python -m tools.fio.parse OUT/*.json > fio.csv
+    python -m tools.fio.parser OUT/*.json > fio.csv
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def parse_files(paths: list[Path]) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     paths = [Path(p) for p in (argv if argv is not None else sys.argv[1:])]
     if not paths:
-        print("usage: python -m tools.fio.parse FIO_JSON...", file=sys.stderr)
+        print("usage: python -m tools.fio.parser FIO_JSON...", file=sys.stderr)
         return 2
     w = csv.DictWriter(sys.stdout, fieldnames=COLUMNS)
     w.writeheader()
