@@ -150,7 +150,7 @@ rule mpifuse_figure:
 rule mpifuse_claims:
     input:
         analysis_image_input(),
-        code=study_code("mpifuse", "claims", "claimset", "analysis", "layout"),
+        code=study_code("mpifuse", "claims", "analysis", "layout"),
         measurements=MF_OUT["measurements"],
         published=MF_PUBLISHED,
     output:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from studies.mpifuse import analysis, claimset, layout
+from studies.mpifuse import analysis, layout
+from studies.mpifuse import claims as mf_claims
 from repro import claims, paramspace, rawio
 
 from mpifuse_study_testlib import PY, REPO, run_bench, study_config
@@ -144,7 +145,7 @@ def test_tables_recomputed_from_raw_equal_the_scripts_outputs(small_study):
     assert home_native["published_time_24_nodes_s"] == pytest.approx(21.408)
 
     # claims from the tidy table rebuilt from the raw files equal the claims file
-    want = pd.DataFrame([c.row() for c in claimset.build(tidy_df, cfg, pub)], columns=claims.COLUMNS)
+    want = pd.DataFrame([c.row() for c in mf_claims.build(tidy_df, cfg, pub)], columns=claims.COLUMNS)
     got = claims.read(out / "claims.csv")
     pd.testing.assert_frame_equal(got.reset_index(drop=True), want.astype(str).reset_index(drop=True))
     assert set(got["kind"]) <= {"shape", "value", "info"}

@@ -3,7 +3,7 @@
 The raw records are written with repro.rawio as the benchmark writes them (ok runs,
 and failed runs whose records still carry their metrics), read back by the study's
 aggregate.build (tidy table, failed runs' source traffic kept) and judged by
-claimset.build. A paper-like data set makes every locally checkable claim hold;
+claims.build. A paper-like data set makes every locally checkable claim hold;
 each case then changes a few raw values so that one statement of the paper is
 false, and that claim must say "not reproduced". No timing, no MPI: numbers only.
 """
@@ -18,7 +18,7 @@ import pytest
 from repro import claims as C
 from repro import rawio
 
-from studies.mpifuse import aggregate, analysis, claimset, layout
+from studies.mpifuse import aggregate, analysis, claims, layout
 
 from mpifuse_study_testlib import study_config
 
@@ -101,7 +101,7 @@ def judge(tmp: Path, cfg: dict, **kw) -> dict:
     write_study(tmp, cfg, **kw)
     df, _ = aggregate.build(cfg, root=str(tmp))
     pub = analysis.read_published(STUDY_DIR / "published.csv")
-    return {c.claim_id: c for c in claimset.build(df, cfg, pub)}
+    return {c.claim_id: c for c in claims.build(df, cfg, pub)}
 
 
 @pytest.fixture(scope="module")
