@@ -200,263 +200,313 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def main() -> int:
-    a, cfg = cli.parse(__doc__, "tag", "out")
-    load_start, started_at = provenance.loadavg(), provenance.now_iso()  # before anything of ours runs
-    sp = cfg["speed"]
-    from mpi4py import MPI
+DD = (lambda p: ["dd", f"if={p}", "of=/dev/null", "bs=1M"])
+SHA = (lambda p: ["sha256sum", p])
+READERS = (("dd", DD), ("sha256sum", SHA))
+# the variants of step 2 (bytes from the source as k grows): name, mpifuse mode (None: native)
+SOURCE_VARIANTS = (("native", None), ("osr", "osr"), ("osr-refined", "osr-refined"))
+NOTE = ("one node reads while the others idle; the source file is in the page cache (warmed with dd before every "
+        "timed read) so native and FUSE read the same cached data and the difference is the file system's own cost")
 
-    world = MPI.COMM_WORLD
-    rank = world.Get_rank()
-    kmax = max(sp["nodes"])
-    if world.Get_size() != kmax + 1:
-        print(f"[mpifuse-speed] needs {kmax + 1} ranks, got {world.Get_size()}", file=sys.stderr)
-        world.Abort(2)
-    size = paramspace.size_bytes(sp["size"])
-    timeout = layout.test_timeout(cfg, sp["size"], kmax) * 2
-    src = mb.resolve_source(cfg, sp["source"])
-    top = os.path.join(layout.expand_path(cfg["mount_dir"]), a.tag)
-    mnt = os.path.join(top, f"mnt{rank}")
-    sub = a.tag
-    if rank == 0:
-        os.makedirs(os.path.join(src["write"], sub), exist_ok=True)
-    else:
-        os.makedirs(mnt, exist_ok=True)
-    mb.idle_barrier(world)
-    comms = {k: world.Split(1 if 1 <= rank <= k else MPI.UNDEFINED, rank) for k in sorted(set(sp["nodes"]) | {1})}
-    opts = layout.fs_options(cfg, "passthrough")
-    plan = variant_plan(sp, opts)
-    metrics, notes, failures, fs_stats = [], {}, [], []
-    mpifuse = mb.load_mpifuse() if any(m not in (None, kpt.VARIANT) for _, m, _ in plan) else None
 
-    def say(msg):
+class Job:
+    """One speed job on this rank: its config, the MPI communicators, where its files and mounts are,
+    and what it records (metrics, the file systems' options, failures, counters). Every step below
+    is collective: each rank calls it with the same arguments, in the same order."""
+
+    def __init__(self, a, cfg: dict, MPI):
+        self.a, self.cfg, self.MPI = a, cfg, MPI
+        self.sp = sp = cfg["speed"]
+        self.world = world = MPI.COMM_WORLD
+        self.rank = rank = world.Get_rank()
+        self.kmax = max(sp["nodes"])
+        if world.Get_size() != self.kmax + 1:
+            print(f"[mpifuse-speed] needs {self.kmax + 1} ranks, got {world.Get_size()}", file=sys.stderr)
+            world.Abort(2)
+        self.size = paramspace.size_bytes(sp["size"])
+        self.timeout = layout.test_timeout(cfg, sp["size"], self.kmax) * 2
+        self.src = mb.resolve_source(cfg, sp["source"])
+        self.top = os.path.join(layout.expand_path(cfg["mount_dir"]), a.tag)
+        self.mnt = os.path.join(self.top, f"mnt{rank}")
+        self.sub = a.tag
         if rank == 0:
+            os.makedirs(os.path.join(self.src["write"], self.sub), exist_ok=True)
+        else:
+            os.makedirs(self.mnt, exist_ok=True)
+        mb.idle_barrier(world)
+        self.comms = {k: world.Split(1 if 1 <= rank <= k else MPI.UNDEFINED, rank)
+                      for k in sorted(set(sp["nodes"]) | {1})}
+        self.plan = plan = variant_plan(sp, layout.fs_options(cfg, "passthrough"))
+        self.metrics, self.notes, self.failures, self.fs_stats, self.idle_stats = [], {}, [], [], []
+        self.orders = []
+        self.mpifuse = mb.load_mpifuse() if any(m not in (None, kpt.VARIANT) for _, m, _ in plan) else None
+        self.ceiling_fs, self.ceiling_why = None, ""
+
+    def say(self, msg):
+        if self.rank == 0:
             print(f"[mpifuse-speed] {msg}", flush=True)
 
-    def new_file():
+    def new_file(self):
+        """A fresh file of the job's size on the source (rank 0 writes it): {rel, sha} on every rank."""
         info = None
-        if rank == 0:
-            rel = f"{sub}/speed-{uuid.uuid4().hex[:12]}.bin"
-            sha, _ = mb.generate(os.path.join(src["write"], rel), size)
+        if self.rank == 0:
+            rel = f"{self.sub}/speed-{uuid.uuid4().hex[:12]}.bin"
+            sha, _ = mb.generate(os.path.join(self.src["write"], rel), self.size)
             info = {"rel": rel, "sha": sha}
-        mb.idle_barrier(world)
-        return world.bcast(info, root=0)
+        mb.idle_barrier(self.world)
+        return self.world.bcast(info, root=0)
 
-    def reader(cmd_for_path, path):
-        r = procs.run_child(cmd_for_path(path), timeout)
+    def drop_file(self, info):
+        if self.rank == 0:
+            os.unlink(os.path.join(self.src["write"], info["rel"]))
+        mb.idle_barrier(self.world)
+
+    def reader(self, cmd_for_path, path):
+        r = procs.run_child(cmd_for_path(path), self.timeout)
         if r.rc != 0 or r.timed_out:
             raise RuntimeError(f"{' '.join(r.cmd)}: rc {r.rc}, timed out {r.timed_out}: {r.stderr[-300:]}")
         return r
 
-    def start_fs(comm, mode, node, extra=None, stats_name="kpt"):
+    def start_fs(self, comm, mode, node, extra=None, stats_name="kpt"):
         """One file system on this rank: libmpifuse in-process, or a kpassthrough server."""
         if mode == kpt.VARIANT:
-            return kpt.KMount(mb.read_dir(src, node), mnt, os.path.join(top, f"{stats_name}-rank{rank}.json"))
+            return kpt.KMount(mb.read_dir(self.src, node), self.mnt,
+                              os.path.join(self.top, f"{stats_name}-rank{self.rank}.json"))
         if mode == CEILING:
-            return CMount(os.path.join(top, f"ceiling{rank}"), ceiling_options(cfg), size,
-                          2 * sp["repeats"], timeout)
-        o = dict(layout.fs_options(cfg, mode), timeout=int(timeout), **(extra or {}))
-        return mpifuse.start(comm, mode, mb.read_dir(src, node), mnt, **o), o
+            return CMount(os.path.join(self.top, f"ceiling{self.rank}"), ceiling_options(self.cfg), self.size,
+                          2 * self.sp["repeats"], self.timeout)
+        o = dict(layout.fs_options(self.cfg, mode), timeout=int(self.timeout), **(extra or {}))
+        return self.mpifuse.start(comm, mode, mb.read_dir(self.src, node), self.mnt, **o), o
 
-    dd = (lambda p: ["dd", f"if={p}", "of=/dev/null", "bs=1M"])
-    sha = (lambda p: ["sha256sum", p])
-    orders = []
-    ceiling_fs, ceiling_why = None, ""
-    if rank == 1 and any(m == CEILING for _, m, _ in plan):  # once per job, before the first round
-        try:
-            ceiling_fs = start_fs(None, CEILING, 1)
-            atexit.register(ceiling_fs.stop)  # also when a later step fails (stop is idempotent)
-        except OSError as exc:
-            ceiling_why = f"file system did not start: {exc}"
-    for rep in range(sp["repeats"]):
-        # 1. one node: every variant, dd and sha256sum, in an order that rotates by one every repeat
-        # (interleaved, and no variant always runs first or last in its round: a load that moves
-        # within a round, or one left by the variant before, does not fall on the same one each time)
-        order = rotated(plan, rep)
-        orders.append([v for v, _, _ in order])
+    def start_ceiling(self):
+        """The FUSE ceiling, once per job before the first round (rank 1; see CMount)."""
+        if self.rank == 1 and any(m == CEILING for _, m, _ in self.plan):
+            try:
+                self.ceiling_fs = self.start_fs(None, CEILING, 1)
+                atexit.register(self.ceiling_fs.stop)  # also when a later step fails (stop is idempotent)
+            except OSError as exc:
+                self.ceiling_why = f"file system did not start: {exc}"
+
+    # ---- 1. one node: every variant, dd and sha256sum ----
+
+    def one_node_round(self, rep):
+        """Every variant in an order that rotates by one every repeat (interleaved, and no variant always
+        runs first or last in its round: a load that moves within a round, or one left by the variant
+        before, does not fall on the same one each time)."""
+        order = rotated(self.plan, rep)
+        self.orders.append([v for v, _, _ in order])
         for variant, mode, extra in order:
-            for tool, cmdf in (("dd", dd), ("sha256sum", sha)):
-                info = new_file()  # a fresh file per measurement: no FUSE page cache can help
-                fs, res, why = None, None, ""
-                if rank == 1 and mode:
-                    try:
-                        if mode == CEILING:
-                            if ceiling_why:
-                                raise OSError(5, ceiling_why)
-                            fs = ceiling_fs
-                            notes.setdefault(variant, {"options": {"fuseceiling": " ".join(fs.options)},
-                                                       "like": CEILING_LIKE,
-                                                       "system": "tools/fuseceiling (libfuse3 low-level, memory)"})
-                        elif mode == kpt.VARIANT:
-                            fs = start_fs(None, mode, 1)
-                            notes.setdefault(variant, {"options": {"passthrough": "kernel"},
-                                                       "system": "systems/kpassthrough (fuser, Rust)"})
-                        else:
-                            fs, o = start_fs(comms[1], mode, 1, extra)
-                            notes.setdefault(variant, {"options": o})
-                    except OSError as exc:
-                        why = f"file system did not start: {exc}"
-                mb.idle_barrier(world)
-                if rank == 1 and not why:
-                    base = src["read"].format(node=1) if not mode else mnt
-                    # the ceiling serves its own preloaded file of the same size (no source behind it)
-                    try:
-                        path, want = ((fs.next_file(), fs.sha) if mode == CEILING else
-                                      (os.path.join(base, info["rel"]), info["sha"]))
-                        c_before = fs.stats() if mode == CEILING else None
-                        # warm the source's page cache first, so both sides read the same cached source
-                        reader(dd, os.path.join(mb.read_dir(src, 1), info["rel"]))
-                        kp = fs.pid if mode in (kpt.VARIANT, CEILING) else "self"
-                        c0, ch0 = kpt.cpu_s(kp), children_cpu()
-                        t0 = MPI.Wtime()
-                        r = reader(cmdf, path)
-                        t = MPI.Wtime() - t0
-                        c1, ch1 = kpt.cpu_s(kp), children_cpu()
-                        res = {"time": t, "reader_cpu": ch1 - ch0, "fs_cpu": c1 - c0,
-                               "load": provenance.loadavg()}
-                        if tool == "sha256sum":
-                            res["hash_ok"] = r.stdout.split()[0] == want if r.stdout.split() else False
-                            if not res["hash_ok"]:
-                                why = f"wrong hash {r.stdout.split()[:1]} != {want}"
-                        else:
-                            m = DD_RE.search(r.stderr)
-                            if not m or int(m.group(1)) != size:
-                                why = f"dd read {m.group(1) if m else '?'} bytes of {size}"
-                            else:
-                                res["dd_time"] = float(m.group(2))
-                        if mode == kpt.VARIANT:
-                            st = fs.stats()
-                            res["stats"] = st
-                            res["server_read_requests"] = kpt.read_requests(st)
-                        elif mode == CEILING:
-                            res["stats"] = {"fuseceiling": counters_delta(c_before, fs.stats())}
-                        elif fs:
-                            res["stats"] = fs.stats()
-                            notes[variant]["stats_sample"] = {k: res["stats"].get(k) for k in
-                                                              ("max_read", "fuse_threads", "mpi_thread_level")}
-                    except (RuntimeError, OSError) as exc:
-                        why = str(exc)
-                if fs is not None and mode != CEILING:
-                    fs.stop()
-                mb.idle_barrier(world)
-                res, why = world.bcast((res, why), root=1)
-                lab = {"variant": variant, "tool": tool, "nodes": 1, "rep": rep}
-                if res and "hash_ok" in res:
-                    metrics.append(rawio.metric("hash_ok", int(res["hash_ok"]), "bool", **lab))
-                if why:
-                    failures.append({**lab, "why": why})
-                    say(f"rep {rep + 1}/{sp['repeats']} {variant:26s} {tool:9s} n=1: FAILED ({why})")
+            for tool, cmdf in READERS:
+                self.one_node_read(rep, variant, mode, extra, tool, cmdf)
+
+    def mount_reader_fs(self, variant, mode, extra):
+        """Rank 1's file system of a one-node read (None for native; the ceiling mounted once):
+        (fs, why it did not start)."""
+        fs, why = None, ""
+        try:
+            if mode == CEILING:
+                if self.ceiling_why:
+                    raise OSError(5, self.ceiling_why)
+                fs = self.ceiling_fs
+                self.notes.setdefault(variant, {"options": {"fuseceiling": " ".join(fs.options)},
+                                                "like": CEILING_LIKE,
+                                                "system": "tools/fuseceiling (libfuse3 low-level, memory)"})
+            elif mode == kpt.VARIANT:
+                fs = self.start_fs(None, mode, 1)
+                self.notes.setdefault(variant, {"options": {"passthrough": "kernel"},
+                                                "system": "systems/kpassthrough (fuser, Rust)"})
+            else:
+                fs, o = self.start_fs(self.comms[1], mode, 1, extra)
+                self.notes.setdefault(variant, {"options": o})
+        except OSError as exc:
+            why = f"file system did not start: {exc}"
+        return fs, why
+
+    def timed_read(self, info, variant, mode, fs, tool, cmdf):
+        """Rank 1 reads the file once with `tool`, timed, with the CPU of the reader and of the file
+        system and the file system's counters: (result, why it went wrong)."""
+        MPI, size = self.MPI, self.size
+        res, why = None, ""
+        base = self.src["read"].format(node=1) if not mode else self.mnt
+        # the ceiling serves its own preloaded file of the same size (no source behind it)
+        try:
+            path, want = ((fs.next_file(), fs.sha) if mode == CEILING else
+                          (os.path.join(base, info["rel"]), info["sha"]))
+            c_before = fs.stats() if mode == CEILING else None
+            # warm the source's page cache first, so both sides read the same cached source
+            self.reader(DD, os.path.join(mb.read_dir(self.src, 1), info["rel"]))
+            kp = fs.pid if mode in (kpt.VARIANT, CEILING) else "self"
+            c0, ch0 = kpt.cpu_s(kp), children_cpu()
+            t0 = MPI.Wtime()
+            r = self.reader(cmdf, path)
+            t = MPI.Wtime() - t0
+            c1, ch1 = kpt.cpu_s(kp), children_cpu()
+            res = {"time": t, "reader_cpu": ch1 - ch0, "fs_cpu": c1 - c0, "load": provenance.loadavg()}
+            if tool == "sha256sum":
+                res["hash_ok"] = r.stdout.split()[0] == want if r.stdout.split() else False
+                if not res["hash_ok"]:
+                    why = f"wrong hash {r.stdout.split()[:1]} != {want}"
+            else:
+                m = DD_RE.search(r.stderr)
+                if not m or int(m.group(1)) != size:
+                    why = f"dd read {m.group(1) if m else '?'} bytes of {size}"
                 else:
-                    metrics.append(rawio.metric("time", res["time"], "s", **lab))
-                    metrics.append(rawio.metric("throughput", size / res["time"] / 1e9, "GB/s", **lab))
-                    metrics.append(rawio.metric("reader_cpu", res["reader_cpu"], "s", **lab))
-                    if res.get("load"):  # the 1-minute load right after this reader
-                        metrics.append(rawio.metric("load1", res["load"][0], "load", **lab))
-                    if res["fs_cpu"] is not None:
-                        metrics.append(rawio.metric("fs_cpu", res["fs_cpu"], "s", **lab))
-                    if "dd_time" in res:
-                        metrics.append(rawio.metric("dd_time", res["dd_time"], "s", **lab))
-                    if "server_read_requests" in res:
-                        metrics.append(rawio.metric("server_read_requests", res["server_read_requests"], "count",
-                                                    **lab))
-                    if res.get("stats") is not None:
-                        fs_stats.append({**lab, "stats": res["stats"]})
-                    say(f"rep {rep + 1}/{sp['repeats']} {variant:26s} {tool:9s} n=1: {res['time']:.3f} s, "
-                        f"{size / res['time'] / 1e9:.3f} GB/s, fs CPU {res['fs_cpu'] or 0:.3f} s")
-                if rank == 0:
-                    os.unlink(os.path.join(src["write"], info["rel"]))
-                mb.idle_barrier(world)
-        # 2. bytes from the source as k grows: OSR reads once, native k times (deterministic: first repeat only)
-        for k in sorted(sp["nodes"]) if rep == 0 else []:
-            for variant, mode in (("native", None), ("osr", "osr"), ("osr-refined", "osr-refined")):
-                if variant not in sp["variants"]:
-                    continue
-                info = new_file()
-                fs = None
-                c = comms[k]
-                if c != MPI.COMM_NULL and mode:
-                    fs = mpifuse.start(c, mode, mb.read_dir(src, rank), mnt,
-                                       **dict(layout.fs_options(cfg, mode), timeout=int(timeout)))
-                    fs.reset()
-                mb.idle_barrier(world)
-                got = None
-                if c != MPI.COMM_NULL:
-                    base = mnt if mode else mb.read_dir(src, rank)
-                    t0 = MPI.Wtime()
-                    r = reader(sha, os.path.join(base, info["rel"]))
-                    t = MPI.Wtime() - t0
-                    ok = r.stdout.split()[0] == info["sha"]
-                    got = {"time": t, "ok": ok, "src_bytes": fs.stats()["bytes_read_source"] if fs
-                           else r.io.get("rchar", 0)}
-                mb.idle_barrier(world)
-                if fs:
-                    # the kernel's RELEASE of the reader's file is asynchronous: give it time to reach
-                    # the file system before the collective stop (stopping first made libmpifuse free
-                    # the file with a local open and hang in its final barrier at load ~10, n >= 2)
-                    time.sleep(SETTLE_S)
-                    fs.stop()
-                mb.idle_barrier(world)
-                allv = [g for g in world.allgather(got) if g]
-                if not all(g["ok"] for g in allv):
-                    raise RuntimeError(f"{variant} k={k}: wrong hash")
-                b = sum(g["src_bytes"] for g in allv)
-                lab = {"variant": variant, "tool": "sha256sum", "nodes": k, "rep": rep}
-                metrics.append(rawio.metric("bytes_from_source", b, "B", **lab))
-                metrics.append(rawio.metric("file_sizes_from_source", b / size, "x", **lab))
-                metrics.append(rawio.metric("time", max(g["time"] for g in allv), "s", **lab))
-                say(f"rep {rep + 1}/{sp['repeats']} {variant:26s} n={k}: {b / size:.3f}x the file from the source, "
-                    f"{max(g['time'] for g in allv):.3f} s")
-                if rank == 0:
-                    os.unlink(os.path.join(src["write"], info["rel"]))
-                mb.idle_barrier(world)
-    if ceiling_fs is not None:
-        ceiling_fs.stop()
-    # 3. idle CPU: mounted on kmax ranks, no reads for idle_s seconds
-    idle = []
-    for mode in idle_plan(plan) if sp["idle_s"] > 0 else []:
-        name = mode or "native"
-        c = comms[kmax]
+                    res["dd_time"] = float(m.group(2))
+            if mode == kpt.VARIANT:
+                st = fs.stats()
+                res["stats"] = st
+                res["server_read_requests"] = kpt.read_requests(st)
+            elif mode == CEILING:
+                res["stats"] = {"fuseceiling": counters_delta(c_before, fs.stats())}
+            elif fs:
+                res["stats"] = fs.stats()
+                self.notes[variant]["stats_sample"] = {k: res["stats"].get(k) for k in
+                                                       ("max_read", "fuse_threads", "mpi_thread_level")}
+        except (RuntimeError, OSError) as exc:
+            why = str(exc)
+        return res, why
+
+    def one_node_read(self, rep, variant, mode, extra, tool, cmdf):
+        info = self.new_file()  # a fresh file per measurement: no FUSE page cache can help
+        fs, res, why = None, None, ""
+        if self.rank == 1 and mode:
+            fs, why = self.mount_reader_fs(variant, mode, extra)
+        mb.idle_barrier(self.world)
+        if self.rank == 1 and not why:
+            res, why = self.timed_read(info, variant, mode, fs, tool, cmdf)
+        if fs is not None and mode != CEILING:
+            fs.stop()
+        mb.idle_barrier(self.world)
+        res, why = self.world.bcast((res, why), root=1)
+        self.record_one_node({"variant": variant, "tool": tool, "nodes": 1, "rep": rep}, res, why)
+        self.drop_file(info)
+
+    def record_one_node(self, lab, res, why):
+        """The metrics of one one-node read (every rank holds them; rank 0 writes them)."""
+        sp, size, metrics = self.sp, self.size, self.metrics
+        variant, tool, rep = lab["variant"], lab["tool"], lab["rep"]
+        if res and "hash_ok" in res:
+            metrics.append(rawio.metric("hash_ok", int(res["hash_ok"]), "bool", **lab))
+        if why:
+            self.failures.append({**lab, "why": why})
+            self.say(f"rep {rep + 1}/{sp['repeats']} {variant:26s} {tool:9s} n=1: FAILED ({why})")
+            return
+        metrics.append(rawio.metric("time", res["time"], "s", **lab))
+        metrics.append(rawio.metric("throughput", size / res["time"] / 1e9, "GB/s", **lab))
+        metrics.append(rawio.metric("reader_cpu", res["reader_cpu"], "s", **lab))
+        if res.get("load"):  # the 1-minute load right after this reader
+            metrics.append(rawio.metric("load1", res["load"][0], "load", **lab))
+        if res["fs_cpu"] is not None:
+            metrics.append(rawio.metric("fs_cpu", res["fs_cpu"], "s", **lab))
+        if "dd_time" in res:
+            metrics.append(rawio.metric("dd_time", res["dd_time"], "s", **lab))
+        if "server_read_requests" in res:
+            metrics.append(rawio.metric("server_read_requests", res["server_read_requests"], "count", **lab))
+        if res.get("stats") is not None:
+            self.fs_stats.append({**lab, "stats": res["stats"]})
+        self.say(f"rep {rep + 1}/{sp['repeats']} {variant:26s} {tool:9s} n=1: {res['time']:.3f} s, "
+                 f"{size / res['time'] / 1e9:.3f} GB/s, fs CPU {res['fs_cpu'] or 0:.3f} s")
+
+    # ---- 2. bytes from the source as k grows: OSR reads once, native k times ----
+
+    def source_bytes(self, rep, k, variant, mode):
+        """Ranks 1..k read one fresh file with sha256sum through `mode` (native: the source itself)."""
+        MPI, world, rank = self.MPI, self.world, self.rank
+        info = self.new_file()
+        fs = None
+        c = self.comms[k]
+        if c != MPI.COMM_NULL and mode:
+            fs = self.mpifuse.start(c, mode, mb.read_dir(self.src, rank), self.mnt,
+                                    **dict(layout.fs_options(self.cfg, mode), timeout=int(self.timeout)))
+            fs.reset()
+        mb.idle_barrier(world)
         got = None
         if c != MPI.COMM_NULL:
-            got = {"rank": rank, "pid": os.getpid()}
-            fs, why = None, ""
-            c0 = kpt.cpu_s()
-            try:
-                if mode == kpt.VARIANT:
-                    fs = start_fs(None, mode, rank, stats_name="kpt-idle")
-                    got["server_pid"] = fs.pid
-                elif mode:
-                    fs, _ = start_fs(c, mode, rank)
-            except OSError as exc:
-                why = f"file system did not start: {exc}"
-            got["mount_cpu_s"] = kpt.cpu_s() - c0
-            if mode == kpt.VARIANT and fs:
-                got["server_mount_cpu_s"] = fs.cpu()
-            got["why"] = why
+            base = self.mnt if mode else mb.read_dir(self.src, rank)
+            t0 = MPI.Wtime()
+            r = self.reader(SHA, os.path.join(base, info["rel"]))
+            t = MPI.Wtime() - t0
+            ok = r.stdout.split()[0] == info["sha"]
+            got = {"time": t, "ok": ok, "src_bytes": fs.stats()["bytes_read_source"] if fs
+                   else r.io.get("rchar", 0)}
         mb.idle_barrier(world)
-        world.Barrier()
-        if got is not None:  # every rank of the window sleeps; nothing else of ours runs
-            s0 = fs.cpu() if mode == kpt.VARIANT and fs else None
-            c0, t0 = kpt.cpu_s(), time.monotonic()
-            time.sleep(sp["idle_s"])
-            c1, t1 = kpt.cpu_s(), time.monotonic()
-            s1 = fs.cpu() if mode == kpt.VARIANT and fs else None
-            got.update(window_s=t1 - t0, rank_cpu_s=c1 - c0,
-                       server_cpu_s=(s1 - s0) if s0 is not None and s1 is not None else None)
-            if fs is not None and mode != kpt.VARIANT:
-                got["stats"] = fs.stats()
+        if fs:
+            # the kernel's RELEASE of the reader's file is asynchronous: give it time to reach
+            # the file system before the collective stop (stopping first made libmpifuse free
+            # the file with a local open and hang in its final barrier at load ~10, n >= 2)
+            time.sleep(SETTLE_S)
+            fs.stop()
         mb.idle_barrier(world)
+        allv = [g for g in world.allgather(got) if g]
+        if not all(g["ok"] for g in allv):
+            raise RuntimeError(f"{variant} k={k}: wrong hash")
+        b = sum(g["src_bytes"] for g in allv)
+        lab = {"variant": variant, "tool": "sha256sum", "nodes": k, "rep": rep}
+        self.metrics.append(rawio.metric("bytes_from_source", b, "B", **lab))
+        self.metrics.append(rawio.metric("file_sizes_from_source", b / self.size, "x", **lab))
+        self.metrics.append(rawio.metric("time", max(g["time"] for g in allv), "s", **lab))
+        self.say(f"rep {rep + 1}/{self.sp['repeats']} {variant:26s} n={k}: {b / self.size:.3f}x the file from the "
+                 f"source, {max(g['time'] for g in allv):.3f} s")
+        self.drop_file(info)
+
+    # ---- 3. idle CPU: mounted on kmax ranks, no reads for idle_s seconds ----
+
+    def idle_mount(self, mode, c):
+        """This rank's file system of the idle window, its mount's CPU: (got, fs)."""
+        got = {"rank": self.rank, "pid": os.getpid()}
+        fs, why = None, ""
+        c0 = kpt.cpu_s()
+        try:
+            if mode == kpt.VARIANT:
+                fs = self.start_fs(None, mode, self.rank, stats_name="kpt-idle")
+                got["server_pid"] = fs.pid
+            elif mode:
+                fs, _ = self.start_fs(c, mode, self.rank)
+        except OSError as exc:
+            why = f"file system did not start: {exc}"
+        got["mount_cpu_s"] = kpt.cpu_s() - c0
+        if mode == kpt.VARIANT and fs:
+            got["server_mount_cpu_s"] = fs.cpu()
+        got["why"] = why
+        return got, fs
+
+    def idle_window(self, mode, got, fs):
+        """Every rank of the window sleeps idle_s; nothing else of ours runs."""
+        s0 = fs.cpu() if mode == kpt.VARIANT and fs else None
+        c0, t0 = kpt.cpu_s(), time.monotonic()
+        time.sleep(self.sp["idle_s"])
+        c1, t1 = kpt.cpu_s(), time.monotonic()
+        s1 = fs.cpu() if mode == kpt.VARIANT and fs else None
+        got.update(window_s=t1 - t0, rank_cpu_s=c1 - c0,
+                   server_cpu_s=(s1 - s0) if s0 is not None and s1 is not None else None)
+        if fs is not None and mode != kpt.VARIANT:
+            got["stats"] = fs.stats()
+
+    def idle(self, mode):
+        name = mode or "native"
+        c = self.comms[self.kmax]
+        got, fs = None, None
+        if c != self.MPI.COMM_NULL:
+            got, fs = self.idle_mount(mode, c)
+        mb.idle_barrier(self.world)
+        self.world.Barrier()
+        if got is not None:
+            self.idle_window(mode, got, fs)
+        mb.idle_barrier(self.world)
         if got is not None:
             c0 = kpt.cpu_s()
             if fs is not None:
                 fs.stop()
             got["unmount_cpu_s"] = kpt.cpu_s() - c0
-        mb.idle_barrier(world)
-        allv = [g for g in world.allgather(got) if g]
+        mb.idle_barrier(self.world)
+        self.record_idle(name, [g for g in self.world.allgather(got) if g])
+
+    def record_idle(self, name, allv):
+        metrics = self.metrics
         for g in allv:
-            lab = {"variant": name, "nodes": kmax, "rank": g["rank"]}
+            lab = {"variant": name, "nodes": self.kmax, "rank": g["rank"]}
             if g["why"]:
-                failures.append({**lab, "tool": "idle", "why": g["why"]})
+                self.failures.append({**lab, "tool": "idle", "why": g["why"]})
                 continue
             metrics.append(rawio.metric("idle_window", g["window_s"], "s", **lab))
             metrics.append(rawio.metric("idle_cpu", g["rank_cpu_s"], "s", proc="rank", **lab))
@@ -466,36 +516,61 @@ def main() -> int:
                 metrics.append(rawio.metric("idle_cpu", g["server_cpu_s"], "s", proc="server", **lab))
                 metrics.append(rawio.metric("mount_cpu", g["server_mount_cpu_s"], "s", proc="server", **lab))
             if g.get("stats") is not None:
-                idle.append({**lab, "stats": g["stats"]})
-        say(f"idle {name:12s} on {kmax} ranks: " + ", ".join(
+                self.idle_stats.append({**lab, "stats": g["stats"]})
+        self.say(f"idle {name:12s} on {self.kmax} ranks: " + ", ".join(
             f"rank {g['rank']} {g['rank_cpu_s'] / g['window_s']:.3f}"
             + (f" + server {g['server_cpu_s'] / g['window_s']:.3f}" if g.get("server_cpu_s") is not None else "")
             for g in allv if not g["why"]) + " of a core")
-    notes = world.bcast(notes, root=1)
-    if rank == 0:
-        rec = rawio.new_record(layout.STUDY, "speed", {"source": sp["source"], "size": sp["size"]}, 0,
-                               layout.system_kind(cfg, sp["source"]), mb.tool_versions(MPI))
-        rec["load_start"], rec["started_at"] = load_start, started_at
-        rec["metrics"] = metrics
-        rec["extra"] = {"fs_options": notes, "study_fs_options": cfg.get("fs_options", {}), "size_bytes": size,
-                        "nodes": sp["nodes"], "repeats": sp["repeats"], "variants": [v for v, _, _ in plan],
-                        "orders": orders,
-                        "idle_s": sp["idle_s"], "failures": failures, "fs_stats": fs_stats, "idle_stats": idle,
-                        "kernel": os.uname().release, "cpus": os.cpu_count(),
-                        "note": "one node reads while the others idle; the source file is in the page cache "
-                                "(warmed with dd before every timed read) so native and FUSE read the same cached "
-                                "data and the difference is the file system's own cost"}
-        rawio.write_json_atomic(a.out, rawio.finish(rec))
-        shutil.rmtree(os.path.join(src["write"], sub), ignore_errors=True)
-        say(f"wrote {a.out}")
-    else:
-        try:
-            os.rmdir(mnt)
-        except OSError:
-            pass
-    mb.idle_barrier(world)
-    if rank == 0:
-        shutil.rmtree(top, ignore_errors=True)
+
+    # ---- the raw file, clean-up ----
+
+    def finish(self, load_start, started_at):
+        """Rank 0 writes the raw file (with rank 1's file system options); every rank cleans up."""
+        cfg, sp, src = self.cfg, self.sp, self.src
+        notes = self.world.bcast(self.notes, root=1)
+        if self.rank == 0:
+            rec = rawio.new_record(layout.STUDY, "speed", {"source": sp["source"], "size": sp["size"]}, 0,
+                                   layout.system_kind(cfg, sp["source"]), mb.tool_versions(self.MPI))
+            rec["load_start"], rec["started_at"] = load_start, started_at
+            rec["metrics"] = self.metrics
+            rec["extra"] = {"fs_options": notes, "study_fs_options": cfg.get("fs_options", {}),
+                            "size_bytes": self.size, "nodes": sp["nodes"], "repeats": sp["repeats"],
+                            "variants": [v for v, _, _ in self.plan], "orders": self.orders,
+                            "idle_s": sp["idle_s"], "failures": self.failures, "fs_stats": self.fs_stats,
+                            "idle_stats": self.idle_stats, "kernel": os.uname().release, "cpus": os.cpu_count(),
+                            "note": NOTE}
+            rawio.write_json_atomic(self.a.out, rawio.finish(rec))
+            shutil.rmtree(os.path.join(src["write"], self.sub), ignore_errors=True)
+            self.say(f"wrote {self.a.out}")
+        else:
+            try:
+                os.rmdir(self.mnt)
+            except OSError:
+                pass
+        mb.idle_barrier(self.world)
+        if self.rank == 0:
+            shutil.rmtree(self.top, ignore_errors=True)
+
+
+def main() -> int:
+    a, cfg = cli.parse(__doc__, "tag", "out")
+    load_start, started_at = provenance.loadavg(), provenance.now_iso()  # before anything of ours runs
+    from mpi4py import MPI
+
+    job = Job(a, cfg, MPI)
+    sp = job.sp
+    job.start_ceiling()
+    for rep in range(sp["repeats"]):
+        job.one_node_round(rep)
+        for k in sorted(sp["nodes"]) if rep == 0 else []:  # deterministic: first repeat only
+            for variant, mode in SOURCE_VARIANTS:
+                if variant in sp["variants"]:
+                    job.source_bytes(rep, k, variant, mode)
+    if job.ceiling_fs is not None:
+        job.ceiling_fs.stop()
+    for mode in idle_plan(job.plan) if sp["idle_s"] > 0 else []:
+        job.idle(mode)
+    job.finish(load_start, started_at)
     return 0
 
 
