@@ -394,84 +394,112 @@ def limit_claims(lim: pd.DataFrame, cfg: dict) -> list:
     return out
 
 
-def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFrame, lim: pd.DataFrame,
-                 links: pd.DataFrame | None = None) -> list:
+def _fig(cfg: dict) -> tuple[str, int]:
+    """The figures' network and node count (Figures 2.4/2.5: the first envelope network, the most nodes)."""
     env = cfg["envelope"]
-    fig_net = env["networks"][0]
-    n_max = int(max(env["nodes"]))
-    out = []
+    return env["networks"][0], int(max(env["nodes"]))
 
-    def versus(metric, size, winner):
-        """MemFS's and the locality design's stats of an envelope metric (figure network, most nodes) and
-        whether ``winner`` has the higher mean."""
-        m, loc = (mc.stat(df, "envelope", metric, network=fig_net, design=d, nodes=n_max, size=size)
-                  for d in ("memfs", "locality"))
-        hi, lo = (m, loc) if winner == "memfs" else (loc, m)
-        return m, loc, _both(m, loc, hi["mean"] > lo["mean"])
 
-    # --- N-1 read: MemFS beats the locality design at every size
-    for size in sorted(env["sizes"], key=mc.size_key):
-        m, loc, ok = versus("readN1_bw", size, "memfs")
-        c = _base(f"envelope-n1-read-{size}", f"MemFS beats the locality-based design on N-1 read ({mc.size_label(size)} files; "
-                  "the locality design's multicast is a unicast stand-in)",
-                  "Section 2.4.1, Figures 2.4a-c ('For all file sizes, MemFS outperforms AMFS for the N-1 read operation')",
-                  "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}; locality N-1 bandwidth includes the 'multicast', here N-1 "
-                  "independent replications that all pull from the writer (AMFS Shell multicasts)")
-        C.shape_claim(c, ok, f"MemFS {mc.fmt(m['mean'])} vs locality {mc.fmt(loc['mean'])} MB/s"
-                      + (f" (x{m['mean'] / loc['mean']:.2f})" if ok is not None and loc["mean"] > 0 else ""),
-                      "MemFS N-1 read > locality N-1 read")
-        out.append(_verdict_missing(c, m, loc))
+def _versus(df, cfg, metric, size, winner):
+    """MemFS's and the locality design's stats of an envelope metric (figure network, most nodes) and
+    whether ``winner`` has the higher mean."""
+    fig_net, n_max = _fig(cfg)
+    m, loc = (mc.stat(df, "envelope", metric, network=fig_net, design=d, nodes=n_max, size=size)
+              for d in ("memfs", "locality"))
+    hi, lo = (m, loc) if winner == "memfs" else (loc, m)
+    return m, loc, _both(m, loc, hi["mean"] > lo["mean"])
 
-    # --- 1-1 read at 128 MB: the locality design wins (local reads); only at 128 MB (not at a smaller largest size)
-    big = max(env["sizes"], key=mc.size_key)
-    m, loc, ok = versus("read11_bw", LARGE, "locality")
+
+def _pub_value(pub: pd.DataFrame, metric: str, network: str | None = None):
+    """The published value of ``metric`` (on ``network``), or "" where the paper has none."""
+    sel = pub["metric"] == metric
+    if network is not None:
+        sel &= pub["network"] == network
+    return float(pub[sel].iloc[0]["value"]) if sel.any() else ""
+
+
+def n1_read_claim(df, cfg, size) -> C.Claim:
+    """N-1 read: MemFS beats the locality design (one size)."""
+    fig_net, n_max = _fig(cfg)
+    m, loc, ok = _versus(df, cfg, "readN1_bw", size, "memfs")
+    c = _base(f"envelope-n1-read-{size}", f"MemFS beats the locality-based design on N-1 read ({mc.size_label(size)} files; "
+              "the locality design's multicast is a unicast stand-in)",
+              "Section 2.4.1, Figures 2.4a-c ('For all file sizes, MemFS outperforms AMFS for the N-1 read operation')",
+              "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}; locality N-1 bandwidth includes the 'multicast', here N-1 "
+              "independent replications that all pull from the writer (AMFS Shell multicasts)")
+    C.shape_claim(c, ok, f"MemFS {mc.fmt(m['mean'])} vs locality {mc.fmt(loc['mean'])} MB/s"
+                  + (f" (x{m['mean'] / loc['mean']:.2f})" if ok is not None and loc["mean"] > 0 else ""),
+                  "MemFS N-1 read > locality N-1 read")
+    return _verdict_missing(c, m, loc)
+
+
+def read11_large_claim(df, cfg) -> C.Claim:
+    """1-1 read at 128 MB: the locality design wins (local reads); only at 128 MB (not at a smaller largest size)."""
+    fig_net, n_max = _fig(cfg)
+    m, loc, ok = _versus(df, cfg, "read11_bw", LARGE, "locality")
     c = _base(f"envelope-11-read-{LARGE}", "The locality-based design wins 1-1 read at 128 MB (all its reads are local)",
               "Section 2.4.1, Figure 2.4c; Section 2.4.3 ('AMFS achieves better bandwidth for 1-1 read for large file sizes (128MB)')",
-              "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}" + ("" if LARGE in env["sizes"] else
+              "MB/s", _kinds(m, loc), note=f"{n_max} nodes, {fig_net}" + ("" if LARGE in cfg["envelope"]["sizes"] else
                                                                           "; 128 MB files are not in this config"))
     C.shape_claim(c, ok, f"locality {mc.fmt(loc['mean'])} vs MemFS {mc.fmt(m['mean'])} MB/s", "locality 1-1 read > MemFS 1-1 read")
-    out.append(_verdict_missing(c, m, loc))
+    return _verdict_missing(c, m, loc)
 
-    # --- metadata (Figure 2.6): MemFS create and open scale linearly, AMFS open linearly, AMFS create not
-    md = cfg["metadata"]
-    md_net = md["networks"][0]
-    for design, op, linear, ref in (
-            ("memfs", "create", True, "'MemFS achieves linear scalability for both open and create'"),
-            ("memfs", "open", True, "'MemFS achieves linear scalability for both open and create'"),
-            ("locality", "open", True, "'only AMFS open scales linearly'"),
-            ("locality", "create", False, "'Non-linear scalability for AMFS create'")):
-        out.append(metadata_scaling_claim(df, md, md_net, design, op, linear, ref))
 
-    # --- remote 1-1 read of the locality design is slower than MemFS's 1-1 read
+METADATA_SCALING = (  # Figure 2.6: MemFS create and open scale linearly, AMFS open linearly, AMFS create not
+    ("memfs", "create", True, "'MemFS achieves linear scalability for both open and create'"),
+    ("memfs", "open", True, "'MemFS achieves linear scalability for both open and create'"),
+    ("locality", "open", True, "'only AMFS open scales linearly'"),
+    ("locality", "create", False, "'Non-linear scalability for AMFS create'"))
+
+
+def _table_stats(df, cfg, net):
+    """Table 2.1's scale: MemFS 1-1 read, the locality design's remote and local 1-1 read on ``net``."""
     tab = cfg["table"]
     nt = int(tab["nodes"][0])
-    for net in tab["networks"]:
-        m = mc.stat(df, "envelope", "read11_bw", network=net, design="memfs", nodes=nt, size=tab["size"])
-        r = mc.stat(df, "envelope", "read11_remote_bw", network=net, design="locality", nodes=nt, size=tab["size"])
-        ok = _both(m, r, r["mean"] < m["mean"])
-        pub_ratio = pub[(pub["metric"] == "remote 1-1 read speed-up MemFS/AMFS") & (pub["network"] == net)]
-        c = _base(f"table21-remote-{net}", f"Remote 1-1 read of the locality-based design is slower than MemFS's 1-1 read ({net})",
-                  "Section 2.4.1, Table 2.1 (MemFS faster by 4.63x on IPoIB, 1.4x on 1GbE)", "MB/s", _kinds(m, r),
-                  note=f"{nt} nodes, {mc.size_label(tab['size'])} files")
-        C.shape_claim(c, ok, f"locality remote {mc.fmt(r['mean'])} vs MemFS {mc.fmt(m['mean'])} MB/s"
-                      + (f" (MemFS x{m['mean'] / r['mean']:.2f})" if ok is not None and r["mean"] > 0 else ""),
-                      "locality remote 1-1 read < MemFS 1-1 read")
-        out.append(_verdict_missing(c, m, r))
-        ci = _base(f"table21-remote-speedup-{net}", f"MemFS 1-1 read / locality remote 1-1 read ({net})",
-                   "Section 2.4.1 text on Table 2.1", "x", _kinds(m, r), note=f"{nt} nodes here, 64 in the paper")
-        C.info_claim(ci, (m["mean"] / r["mean"]) if (m["count"] and r["count"] and r["mean"] > 0) else None,
-                     float(pub_ratio.iloc[0]["value"]) if not pub_ratio.empty else "")
-        out.append(ci)
-        loc = mc.stat(df, "envelope", "read11_bw", network=net, design="locality", nodes=nt, size=tab["size"])
-        pub_deg = pub[(pub["metric"] == "AMFS local/remote 1-1 read") & (pub["network"] == net)]
-        ci = _base(f"table21-remote-degradation-{net}", f"Locality design: local / remote 1-1 read bandwidth ({net})",
-                   "Section 2.4.1 text on Table 2.1 ('degraded by a factor of approximately 4' on IPoIB, '7' on 1GbE)",
-                   "x", _kinds(loc, r), note=f"{nt} nodes here, 64 in the paper")
-        C.info_claim(ci, (loc["mean"] / r["mean"]) if (loc["count"] and r["count"] and r["mean"] > 0) else None,
-                     float(pub_deg.iloc[0]["value"]) if not pub_deg.empty else "")
-        out.append(ci)
+    m, r, loc = (mc.stat(df, "envelope", metric, network=net, design=d, nodes=nt, size=tab["size"])
+                 for metric, d in (("read11_bw", "memfs"), ("read11_remote_bw", "locality"), ("read11_bw", "locality")))
+    return nt, m, r, loc
 
-    # --- Figure 2.3a: 512 KiB near the best stripe size for writes
+
+def remote_read_claim(df, cfg, net) -> C.Claim:
+    """Remote 1-1 read of the locality design is slower than MemFS's 1-1 read."""
+    nt, m, r, _ = _table_stats(df, cfg, net)
+    ok = _both(m, r, r["mean"] < m["mean"])
+    c = _base(f"table21-remote-{net}", f"Remote 1-1 read of the locality-based design is slower than MemFS's 1-1 read ({net})",
+              "Section 2.4.1, Table 2.1 (MemFS faster by 4.63x on IPoIB, 1.4x on 1GbE)", "MB/s", _kinds(m, r),
+              note=f"{nt} nodes, {mc.size_label(cfg['table']['size'])} files")
+    C.shape_claim(c, ok, f"locality remote {mc.fmt(r['mean'])} vs MemFS {mc.fmt(m['mean'])} MB/s"
+                  + (f" (MemFS x{m['mean'] / r['mean']:.2f})" if ok is not None and r["mean"] > 0 else ""),
+                  "locality remote 1-1 read < MemFS 1-1 read")
+    return _verdict_missing(c, m, r)
+
+
+def remote_speedup_claim(df, cfg, pub, net) -> C.Claim:
+    nt, m, r, _ = _table_stats(df, cfg, net)
+    ci = _base(f"table21-remote-speedup-{net}", f"MemFS 1-1 read / locality remote 1-1 read ({net})",
+               "Section 2.4.1 text on Table 2.1", "x", _kinds(m, r), note=f"{nt} nodes here, 64 in the paper")
+    C.info_claim(ci, (m["mean"] / r["mean"]) if (m["count"] and r["count"] and r["mean"] > 0) else None,
+                 _pub_value(pub, "remote 1-1 read speed-up MemFS/AMFS", net))
+    return ci
+
+
+def remote_degradation_claim(df, cfg, pub, net) -> C.Claim:
+    nt, _, r, loc = _table_stats(df, cfg, net)
+    ci = _base(f"table21-remote-degradation-{net}", f"Locality design: local / remote 1-1 read bandwidth ({net})",
+               "Section 2.4.1 text on Table 2.1 ('degraded by a factor of approximately 4' on IPoIB, '7' on 1GbE)",
+               "x", _kinds(loc, r), note=f"{nt} nodes here, 64 in the paper")
+    C.info_claim(ci, (loc["mean"] / r["mean"]) if (loc["count"] and r["count"] and r["mean"] > 0) else None,
+                 _pub_value(pub, "AMFS local/remote 1-1 read", net))
+    return ci
+
+
+def _se(r) -> float:
+    """Standard error of one summary row (0 for a single repeat)."""
+    return (float(r["std"]) if r["count"] > 1 and not math.isnan(r["std"]) else 0.0) / math.sqrt(max(r["count"], 1))
+
+
+def stripe_claim(df, cfg) -> C.Claim:
+    """Figure 2.3a: 512 KiB near the best stripe size for writes."""
     sw = cfg["sweeps"]
     s = mc.series(df, "stripe", "write_bw", "stripe", network=sw["network"], nodes=int(sw["nodes"][0]))
     st512 = mc.stat(df, "stripe", "write_bw", network=sw["network"], nodes=int(sw["nodes"][0]), stripe="512KiB")
@@ -486,23 +514,23 @@ def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFra
     expected = "512 KiB has the highest mean write bandwidth (ties within the repeats' standard errors count)"
     if s.empty or st512["count"] == 0:
         C.shape_claim(c, None, "", expected)
-        _verdict_missing(c, st512)
-    else:
-        def se(r):
-            return (float(r["std"]) if r["count"] > 1 and not math.isnan(r["std"]) else 0.0) / math.sqrt(max(r["count"], 1))
-        s512 = s[s["stripe"] == "512KiB"].iloc[0]
-        beaten = [r["stripe"] for _, r in s.iterrows()
-                  if r["stripe"] != "512KiB" and r["mean"] - s512["mean"] > se(r) + se(s512)]
-        best = s.loc[s["mean"].idxmax()]
-        order = ", ".join(f"{r['stripe']}: {mc.fmt(r['mean'])}" for _, r in
-                          s.assign(k=s["stripe"].map(mc.size_key)).sort_values("k").iterrows())
-        C.shape_claim(c, None if missing else not beaten, f"best {best['stripe']} ({mc.fmt(best['mean'])}); 512 KiB at "
-                      f"{st512['mean'] / best['mean']:.2f} of it" + (f"; beaten beyond noise by {', '.join(beaten)}" if beaten else "")
-                      + f"; MB/s by stripe: {order}" + ("; no verdict: the sweep lacks part of the paper's range"
-                                                        if missing else ""), expected)
-    out.append(c)
+        return _verdict_missing(c, st512)
+    s512 = s[s["stripe"] == "512KiB"].iloc[0]
+    beaten = [r["stripe"] for _, r in s.iterrows()
+              if r["stripe"] != "512KiB" and r["mean"] - s512["mean"] > _se(r) + _se(s512)]
+    best = s.loc[s["mean"].idxmax()]
+    order = ", ".join(f"{r['stripe']}: {mc.fmt(r['mean'])}" for _, r in
+                      s.assign(k=s["stripe"].map(mc.size_key)).sort_values("k").iterrows())
+    C.shape_claim(c, None if missing else not beaten, f"best {best['stripe']} ({mc.fmt(best['mean'])}); 512 KiB at "
+                  f"{st512['mean'] / best['mean']:.2f} of it" + (f"; beaten beyond noise by {', '.join(beaten)}" if beaten else "")
+                  + f"; MB/s by stripe: {order}" + ("; no verdict: the sweep lacks part of the paper's range"
+                                                    if missing else ""), expected)
+    return c
 
-    # --- Figure 2.3b: read bandwidth grows with prefetch threads, then flattens
+
+def threads_claim(df, cfg) -> C.Claim:
+    """Figure 2.3b: read bandwidth grows with prefetch threads, then flattens."""
+    sw = cfg["sweeps"]
     s = mc.series(df, "threads", "read_bw", "threads", network=sw["network"], nodes=int(sw["nodes"][0])).sort_values("threads")
     c = _base("fig23b-prefetch-threads", "Read bandwidth grows with the number of prefetch threads, then flattens",
               "Section 2.3.2, Figure 2.3b (prefetching 'is ... dependant ... on the number of threads that do prefetching')",
@@ -512,46 +540,68 @@ def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFra
     if len(s) < 3:
         C.shape_claim(c, None, "", "grows, then flattens")
         c.verdict = C.NOT_RUN
-    else:
-        v = list(s["mean"])
-        grows = max(v) >= 1.2 * v[0]
-        flat = abs(v[-1] - v[-2]) <= 0.1 * v[-2] and v[-1] >= 0.9 * max(v)
-        order = ", ".join(f"{int(r['threads'])}: {mc.fmt(r['mean'])}" for _, r in s.iterrows())
-        C.shape_claim(c, grows and flat, f"MB/s by threads: {order} (grows: {grows}, flattens: {flat})",
-                      "grows, then flattens")
-    out.append(c)
+        return c
+    v = list(s["mean"])
+    grows = max(v) >= 1.2 * v[0]
+    flat = abs(v[-1] - v[-2]) <= 0.1 * v[-2] and v[-1] >= 0.9 * max(v)
+    order = ", ".join(f"{int(r['threads'])}: {mc.fmt(r['mean'])}" for _, r in s.iterrows())
+    C.shape_claim(c, grows and flat, f"MB/s by threads: {order} (grows: {grows}, flattens: {flat})",
+                  "grows, then flattens")
+    return c
 
-    # --- absolute values beside the published ones (Table 2.1)
-    for _, r in t21.iterrows():
-        ci = _base(f"table21-{r['metric'].replace(' ', '_').replace('(', '').replace(')', '')}-{r['network']}-"
-                   f"{'memfs' if r['design'] == 'MemFS' else 'locality'}",
-                   f"Table 2.1 {r['metric']}, {r['design']}, {r['network']}", "Table 2.1 (64 nodes, 1 MB files)",
-                   r["unit"], r["system_kind"] or "real", note=f"reproduced at {r['nodes']} nodes (mean of {r['count']})")
-        C.info_claim(ci, None if r["count"] == 0 else r["reproduced_mean"], r["published"] if not math.isnan(r["published"]) else "")
-        if r["count"] == 0 and r["failed"]:
-            ci.verdict = C.FAILED
-        out.append(ci)
 
-    # --- MemFS as a fraction of raw memcached, measured side by side (issue 13's rows), and the links
-    out += limit_claims(lim, cfg)
-    for _, r in (links if links is not None else link_table(df, cfg)).iterrows():
-        if not (isinstance(r["link_measured_mbit"], float) and math.isnan(r["link_measured_mbit"])):
-            pubnet = pub[(pub["metric"] == "network bandwidth") & (pub["network"] == r["network"])]
-            ci = _base(f"limit-link-{r['network']}-{r['nodes']}", f"Measured link rate, {r['network']} (iperf3, one stream)",
-                       "Section 2.4 (IPoIB ~1 GB/s; commodity 1 Gb/s Ethernet)", "Mbit/s", r["system_kind"] or "real",
-                       note=f"configured {mc.fmt(r['link_configured_mbit'])} Mbit/s")
-            C.info_claim(ci, r["link_measured_mbit"], float(pubnet.iloc[0]["value"]) if not pubnet.empty else "")
-            out.append(ci)
-    out += envelope_claims(df, cfg)
-    out += table21_claims(df, cfg, pub)
-    out += not_reproducible_claims()
+def table21_value_claim(r) -> C.Claim:
+    """An absolute value of Table 2.1 beside the published one (one row of table21())."""
+    ci = _base(f"table21-{r['metric'].replace(' ', '_').replace('(', '').replace(')', '')}-{r['network']}-"
+               f"{'memfs' if r['design'] == 'MemFS' else 'locality'}",
+               f"Table 2.1 {r['metric']}, {r['design']}, {r['network']}", "Table 2.1 (64 nodes, 1 MB files)",
+               r["unit"], r["system_kind"] or "real", note=f"reproduced at {r['nodes']} nodes (mean of {r['count']})")
+    C.info_claim(ci, None if r["count"] == 0 else r["reproduced_mean"], r["published"] if not math.isnan(r["published"]) else "")
+    if r["count"] == 0 and r["failed"]:
+        ci.verdict = C.FAILED
+    return ci
+
+
+def link_claim(r, pub) -> C.Claim | None:
+    """The measured link rate (one row of link_table()), None where it was not measured."""
+    if isinstance(r["link_measured_mbit"], float) and math.isnan(r["link_measured_mbit"]):
+        return None
+    ci = _base(f"limit-link-{r['network']}-{r['nodes']}", f"Measured link rate, {r['network']} (iperf3, one stream)",
+               "Section 2.4 (IPoIB ~1 GB/s; commodity 1 Gb/s Ethernet)", "Mbit/s", r["system_kind"] or "real",
+               note=f"configured {mc.fmt(r['link_configured_mbit'])} Mbit/s")
+    C.info_claim(ci, r["link_measured_mbit"], _pub_value(pub, "network bandwidth", r["network"]))
+    return ci
+
+
+def fuse_rss_claim(df, cfg, pub) -> C.Claim:
+    """Memory of one MemFS FUSE process after the largest envelope size."""
+    fig_net, n_max = _fig(cfg)
+    big = max(cfg["envelope"]["sizes"], key=mc.size_key)
     rss = mc.stat(df, "envelope", "fuse_rss_max", network=fig_net, design="memfs", nodes=n_max, size=big)
-    pub_rss = pub[pub["metric"] == "FUSE process memory"]
     ci = _base("fuse-rss", "Memory of one MemFS FUSE process", "Section 2.4.2 ('each FUSE process allocates around 200MB')",
                "MB", rss["system_kind"] or "real", note=f"largest RSS after the {mc.size_label(big)} envelope run, {n_max} nodes")
-    C.info_claim(ci, rss["mean"] / 1e6 if rss["count"] else None, float(pub_rss.iloc[0]["value"]) if not pub_rss.empty else "")
-    out.append(ci)
-    return out
+    C.info_claim(ci, rss["mean"] / 1e6 if rss["count"] else None, _pub_value(pub, "FUSE process memory"))
+    return ci
+
+
+def build_claims(df: pd.DataFrame, cfg: dict, pub: pd.DataFrame, t21: pd.DataFrame, lim: pd.DataFrame,
+                 links: pd.DataFrame | None = None) -> list:
+    """Every envelope claim, in the order of the claims file (one builder per claim)."""
+    md = cfg["metadata"]
+    nets = cfg["table"]["networks"]
+    links = links if links is not None else link_table(df, cfg)
+    return ([n1_read_claim(df, cfg, size) for size in sorted(cfg["envelope"]["sizes"], key=mc.size_key)]
+            + [read11_large_claim(df, cfg)]
+            + [metadata_scaling_claim(df, md, md["networks"][0], *args) for args in METADATA_SCALING]
+            + [f(net) for net in nets for f in (lambda n: remote_read_claim(df, cfg, n),
+                                                lambda n: remote_speedup_claim(df, cfg, pub, n),
+                                                lambda n: remote_degradation_claim(df, cfg, pub, n))]
+            + [stripe_claim(df, cfg), threads_claim(df, cfg)]
+            + [table21_value_claim(r) for _, r in t21.iterrows()]
+            + limit_claims(lim, cfg)
+            + [c for c in (link_claim(r, pub) for _, r in links.iterrows()) if c is not None]
+            + envelope_claims(df, cfg) + table21_claims(df, cfg, pub) + not_reproducible_claims()
+            + [fuse_rss_claim(df, cfg, pub)])
 
 
 def main(argv=None) -> int:
