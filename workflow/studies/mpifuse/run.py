@@ -133,6 +133,33 @@ def tool_versions(MPI) -> dict:
 # --------------------------------------------------------------------------
 # the MPI benchmark
 # --------------------------------------------------------------------------
+# libmpifuse's stats -> the raw file's per-node metrics (key, metric, unit)
+FS_METRICS = (
+    ("open_time_s", "fs_open_time", "s"), ("read_time_s", "fs_read_time", "s"),
+    ("read_wait_time_s", "fs_read_wait_time", "s"), ("mpi_get_time_s", "fs_get_time", "s"),
+    ("source_read_time_s", "fs_source_read_time", "s"), ("bcast_time_s", "fs_bcast_time", "s"),
+    ("meta_time_s", "fs_meta_time", "s"), ("open_calls", "fs_open_calls", "count"),
+    ("read_calls", "fs_read_calls", "count"), ("mpi_get_calls", "fs_get_calls", "count"),
+    ("bytes_fetched_remote", "fs_get_bytes", "B"), ("bcast_calls", "fs_bcast_calls", "count"),
+    ("source_read_calls", "fs_source_read_calls", "count"),
+    # bcast on demand: time in the lockstep barriers (part of fs_bcast_time) and
+    # time the stream waited for this node's own reader (not in fs_bcast_time)
+    ("bcast_sync_time_s", "fs_bcast_sync_time", "s"),
+    ("bcast_demand_wait_time_s", "fs_bcast_demand_wait_time", "s"))
+
+
+def node_problems(results, info) -> tuple[list[str], bool]:
+    """What went wrong on the nodes (an error, a wrong hash), and whether a node timed out."""
+    problems, fatal = [], False
+    for r in results:
+        if not r["ok"]:
+            problems.append(f"node {r['node']}: {r['error']}")
+            fatal = fatal or bool(r.get("timed_out"))
+        elif r["hash"] != info["sha256"]:
+            problems.append(f"node {r['node']}: hash {r['hash']} != generator's {info['sha256']}")
+    return problems, fatal
+
+
 class Bench:
     def __init__(self, args, cfg):
         from mpi4py import MPI
@@ -370,99 +397,22 @@ class Bench:
 
     # ---- rank 0: sanity, raw record ------------------------------------------
     def record(self, v, info, results, c0, c1, opts, index, total) -> tuple[bool, bool]:
-        a, cfg = self.args, self.cfg
-        rec, out = self.current_rec, self.current_out
-        m = rec["metrics"]
+        """Rank 0: the use case's metrics and sanity checks into its raw record, written as a result
+        or, when a check failed, as a failure record: (ok, fatal: a node timed out)."""
+        a, rec = self.args, self.current_rec
         n, S = a.nodes, self.size_bytes
-        problems = []
-        fatal = False
-        for r in results:
-            if not r["ok"]:
-                problems.append(f"node {r['node']}: {r['error']}")
-                fatal = fatal or bool(r.get("timed_out"))
-            elif r["hash"] != info["sha256"]:
-                problems.append(f"node {r['node']}: hash {r['hash']} != generator's {info['sha256']}")
-        times = [r["time"] for r in results]
-        run_time = max(times)
-        m.append(rawio.metric("time", run_time, "s"))
-        for r in results:
-            m.append(rawio.metric("node_time", r["time"], "s", node=r["node"]))
-            if r.get("copy_time") is not None:
-                m.append(rawio.metric("copy_time", r["copy_time"], "s", node=r["node"]))
-                m.append(rawio.metric("hash_time", r["hash_time"], "s", node=r["node"]))
-            m.append(rawio.metric("reader_bytes", r["reader_rchar"], "B", node=r["node"]))
-        m.append(rawio.metric("gen_time", info["gen_time"], "s"))
-        for node, p in enumerate(self.probes[1:], start=1):
-            if "hash_in_memory" in p:
-                m.append(rawio.metric("hash_in_memory", p["hash_in_memory"], "s", node=node))
-                m.append(rawio.metric("hash_startup", p["hash_startup"], "s", node=node))
-
-        # bytes read from the source file system
-        if v.mode:
-            per_node = [r["fs"].get("bytes_read_source", 0) for r in results]
-            for r in results:
-                st = r["fs"]
-                lab = {"node": r["node"]}
-                m.append(rawio.metric("node_bytes_from_source", st.get("bytes_read_source", 0), "B", **lab))
-                m.append(rawio.metric("fs_proc_rchar", r["proc_rchar"], "B", **lab))
-                for key, metric_name, unit in (
-                        ("open_time_s", "fs_open_time", "s"), ("read_time_s", "fs_read_time", "s"),
-                        ("read_wait_time_s", "fs_read_wait_time", "s"), ("mpi_get_time_s", "fs_get_time", "s"),
-                        ("source_read_time_s", "fs_source_read_time", "s"), ("bcast_time_s", "fs_bcast_time", "s"),
-                        ("meta_time_s", "fs_meta_time", "s"), ("open_calls", "fs_open_calls", "count"),
-                        ("read_calls", "fs_read_calls", "count"), ("mpi_get_calls", "fs_get_calls", "count"),
-                        ("bytes_fetched_remote", "fs_get_bytes", "B"), ("bcast_calls", "fs_bcast_calls", "count"),
-                        ("source_read_calls", "fs_source_read_calls", "count"),
-                        # bcast on demand: time in the lockstep barriers (part of fs_bcast_time) and
-                        # time the stream waited for this node's own reader (not in fs_bcast_time)
-                        ("bcast_sync_time_s", "fs_bcast_sync_time", "s"),
-                        ("bcast_demand_wait_time_s", "fs_bcast_demand_wait_time", "s")):
-                    if key in st:
-                        m.append(rawio.metric(metric_name, st[key], unit, **lab))
-        else:
-            per_node = [r["reader_rchar"] for r in results]
-            for r in results:
-                m.append(rawio.metric("node_bytes_from_source", r["reader_rchar"], "B", node=r["node"]))
-        bfs = sum(per_node)
-        m.append(rawio.metric("bytes_from_source", bfs, "B"))
-        want = layout.expected_source_reads(v.name, n) * S
-        tol = cfg["sanity"]["bytes_rel_tol"]
-        slack = cfg["sanity"]["bytes_abs_slack"] * n
-        bytes_ok = want * (1 - tol) - slack <= bfs <= want * (1 + tol) + slack
-        if not problems and not bytes_ok:
-            problems.append(f"bytes read from the source {bfs} B, expected {want} B "
-                            f"({layout.expected_source_reads(v.name, n)} x {S} B) within {tol:.0%} + {slack} B")
-        link = None
-        if c0 and c1:
-            link = c1["server_tx_bytes"] - c0["server_tx_bytes"]
-            m.append(rawio.metric("link_bytes", link, "B"))
-            for node, b in c1["node_rx_bytes"].items():
-                m.append(rawio.metric("node_link_bytes", b - c0["node_rx_bytes"][node], "B", node=int(node)))
-        link_ok = None
-        if link is not None and S >= cfg["sanity"]["link_check_min_bytes"]:
-            lo, hi = cfg["sanity"]["link_band"]
-            link_ok = want * lo <= link <= want * hi
-            if not problems and not link_ok:
-                problems.append(f"home link carried {link} B, expected {want} B x [{lo}, {hi}] "
-                                f"(a client cache or a stray reader?)")
+        problems, fatal = node_problems(results, info)
+        run_time = self.time_metrics(info, results)
+        bfs = self.source_metrics(v, results)
+        want, bytes_ok = self.check_source_bytes(v, bfs, problems)
+        link = self.link_metrics(c0, c1)
+        link_ok = self.check_link(link, want, problems)
         rec["sanity"] = {"hash_match": all(r.get("hash") == info["sha256"] for r in results),
                          "all_nodes_ok": all(r["ok"] for r in results), "bytes_from_source_ok": bytes_ok,
                          "expected_bytes_from_source": want, "link_bytes_ok": link_ok}
-        rec["extra"] = {
-            "run_time_definition": "slowest node: MPI_Wtime from a barrier until every node has the hash",
-            "file": info["rel"], "size_bytes": S, "sha256": info["sha256"],
-            "node_hashes": {str(r["node"]): r.get("hash", "") for r in results},
-            "errors": {str(r["node"]): r["error"] for r in results if r["error"]},
-            "mode": v.mode, "action": v.action, "fs_options": opts,
-            "fs_stats": {str(r["node"]): r.get("fs") for r in results} if v.mode else None,
-            "home": ({"kind": "emulated", "rate_mbit": cfg["home"]["rate_mbit"],
-                      "burst": cfg["home"]["burst"], "tag": self.src["homefs"]["tag"]}
-                     if self.src.get("homefs") else {"kind": "path"}) if a.source == "home" else None,
-            "test_timeout_s": self.timeout, "variant_order": self.order, "position": index,
-            "job_tag": a.tag, "launcher": a.launcher, "ranks": self.ranks,
-            "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""), "hash_probe": self.probes[1:],
-        }
+        rec["extra"] = self.record_extra(v, info, results, opts, index)
         label = f"{a.source} {v.name} n={n} {a.size} rep {a.rep + 1}/{a.reps_total}"
+        out = self.current_out
         self.current_rec = None  # this test's record is written here, not by an abort
         if problems:
             why = "; ".join(problems)
@@ -475,6 +425,99 @@ class Bench:
         say(f"{label}: {run_time:.3f} s ({gbps:.3f} GB/s aggregate, {bfs / S:.2f}x the file from the source"
             + (f", {link / S:.2f}x on the home link" if link is not None else "") + f") [use case {index}/{total}]")
         return True, False
+
+    def time_metrics(self, info, results) -> float:
+        """The run's time (the slowest node), each node's times and bytes, the in-memory hash probes."""
+        m = self.current_rec["metrics"]
+        run_time = max(r["time"] for r in results)
+        m.append(rawio.metric("time", run_time, "s"))
+        for r in results:
+            m.append(rawio.metric("node_time", r["time"], "s", node=r["node"]))
+            if r.get("copy_time") is not None:
+                m.append(rawio.metric("copy_time", r["copy_time"], "s", node=r["node"]))
+                m.append(rawio.metric("hash_time", r["hash_time"], "s", node=r["node"]))
+            m.append(rawio.metric("reader_bytes", r["reader_rchar"], "B", node=r["node"]))
+        m.append(rawio.metric("gen_time", info["gen_time"], "s"))
+        for node, p in enumerate(self.probes[1:], start=1):
+            if "hash_in_memory" in p:
+                m.append(rawio.metric("hash_in_memory", p["hash_in_memory"], "s", node=node))
+                m.append(rawio.metric("hash_startup", p["hash_startup"], "s", node=node))
+        return run_time
+
+    def source_metrics(self, v, results) -> float:
+        """Bytes read from the source file system (per node and in all) and the file system's
+        counters (FS_METRICS); returns the bytes in all."""
+        m = self.current_rec["metrics"]
+        if v.mode:
+            per_node = [r["fs"].get("bytes_read_source", 0) for r in results]
+            for r in results:
+                st = r["fs"]
+                lab = {"node": r["node"]}
+                m.append(rawio.metric("node_bytes_from_source", st.get("bytes_read_source", 0), "B", **lab))
+                m.append(rawio.metric("fs_proc_rchar", r["proc_rchar"], "B", **lab))
+                for key, metric_name, unit in FS_METRICS:
+                    if key in st:
+                        m.append(rawio.metric(metric_name, st[key], unit, **lab))
+        else:
+            per_node = [r["reader_rchar"] for r in results]
+            for r in results:
+                m.append(rawio.metric("node_bytes_from_source", r["reader_rchar"], "B", node=r["node"]))
+        bfs = sum(per_node)
+        m.append(rawio.metric("bytes_from_source", bfs, "B"))
+        return bfs
+
+    def check_source_bytes(self, v, bfs, problems: list) -> tuple[float, bool]:
+        """Whether the source gave the use case's multiple of the file (sanity.bytes_*): (expected, ok);
+        a problem when not (and nothing else went wrong)."""
+        cfg, n, S = self.cfg, self.args.nodes, self.size_bytes
+        want = layout.expected_source_reads(v.name, n) * S
+        tol = cfg["sanity"]["bytes_rel_tol"]
+        slack = cfg["sanity"]["bytes_abs_slack"] * n
+        bytes_ok = want * (1 - tol) - slack <= bfs <= want * (1 + tol) + slack
+        if not problems and not bytes_ok:
+            problems.append(f"bytes read from the source {bfs} B, expected {want} B "
+                            f"({layout.expected_source_reads(v.name, n)} x {S} B) within {tol:.0%} + {slack} B")
+        return want, bytes_ok
+
+    def link_metrics(self, c0, c1):
+        """Bytes on the emulated home link over the run (None without its counters)."""
+        if not (c0 and c1):
+            return None
+        m = self.current_rec["metrics"]
+        link = c1["server_tx_bytes"] - c0["server_tx_bytes"]
+        m.append(rawio.metric("link_bytes", link, "B"))
+        for node, b in c1["node_rx_bytes"].items():
+            m.append(rawio.metric("node_link_bytes", b - c0["node_rx_bytes"][node], "B", node=int(node)))
+        return link
+
+    def check_link(self, link, want, problems: list):
+        """Whether the home link carried the expected bytes (sanity.link_band; None: not checked)."""
+        cfg = self.cfg
+        if link is None or self.size_bytes < cfg["sanity"]["link_check_min_bytes"]:
+            return None
+        lo, hi = cfg["sanity"]["link_band"]
+        link_ok = want * lo <= link <= want * hi
+        if not problems and not link_ok:
+            problems.append(f"home link carried {link} B, expected {want} B x [{lo}, {hi}] "
+                            f"(a client cache or a stray reader?)")
+        return link_ok
+
+    def record_extra(self, v, info, results, opts, index) -> dict:
+        a, cfg = self.args, self.cfg
+        return {
+            "run_time_definition": "slowest node: MPI_Wtime from a barrier until every node has the hash",
+            "file": info["rel"], "size_bytes": self.size_bytes, "sha256": info["sha256"],
+            "node_hashes": {str(r["node"]): r.get("hash", "") for r in results},
+            "errors": {str(r["node"]): r["error"] for r in results if r["error"]},
+            "mode": v.mode, "action": v.action, "fs_options": opts,
+            "fs_stats": {str(r["node"]): r.get("fs") for r in results} if v.mode else None,
+            "home": ({"kind": "emulated", "rate_mbit": cfg["home"]["rate_mbit"],
+                      "burst": cfg["home"]["burst"], "tag": self.src["homefs"]["tag"]}
+                     if self.src.get("homefs") else {"kind": "path"}) if a.source == "home" else None,
+            "test_timeout_s": self.timeout, "variant_order": self.order, "position": index,
+            "job_tag": a.tag, "launcher": a.launcher, "ranks": self.ranks,
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""), "hash_probe": self.probes[1:],
+        }
 
     # ---- the run ---------------------------------------------------------------
     def run(self) -> int:
