@@ -172,10 +172,20 @@ def read_list(path: str) -> list[str]:
         return [ln.strip() for ln in fh if ln.strip()]
 
 
-def run_benchmark(exp: str, wc: dict, rep: int) -> str:
-    """Snakemake benchmark file of one run (the report sums them into the measured time)."""
-    rel = PATTERNS[exp][len(RAW_DIR) + 1 : -len(".json")].replace("/", ",").format(rep=rep, **wc)
+def run_benchmark_pattern(exp: str) -> str:
+    """Snakemake benchmark file of one run, a pattern (the report sums them into the measured time)."""
+    rel = PATTERNS[exp][len(RAW_DIR) + 1 : -len(".json")].replace("/", ",")
     return f"results/memfs/benchmarks/memfs_{exp}_run/{rel}.tsv"
+
+
+def run_benchmark(exp: str, wc: dict, rep: int) -> str:
+    """Snakemake benchmark file of one run."""
+    return run_benchmark_pattern(exp).format(rep=rep, **wc)
+
+
+def run_log_pattern(exp: str) -> str:
+    """The log of one run, a pattern: the raw path under results/memfs/log/, .log for .json."""
+    return "results/memfs/log" + PATTERNS[exp][len(RAW_DIR) : -len(".json")] + ".log"
 
 
 def kick_paths(cfg: dict) -> list[str]:

@@ -26,137 +26,51 @@ rule memfs_site_check:
         " || {{ cat {log} >&2; exit 1; }}"
 
 
-rule memfs_envelope_run:
-    """MTC Envelope I/O (iozone): one design, network, node count, file size, repeat."""
-    input:
-        system_image_input("memfs"),
-        code=MEMFS_BENCH_CODE,
-        site=MEMFS_SITE_INPUT,
-    output:
-        MEMFS_PATTERNS["envelope"],
-    log:
-        "results/memfs/log/envelope/network~{network}/design~{design}/nodes~{n}/size~{size}/rep~{rep}.log",
-    benchmark:
-        "results/memfs/benchmarks/memfs_envelope_run/envelope,network~{network},design~{design},nodes~{n},size~{size},rep~{rep}.tsv"
-    wildcard_constraints:
-        **_MEMFS_WC,
-    resources:
-        **n_plus_1_resources(
-            lambda wc: int(wc.n),
-            runtime=MEMFS["runtime_minutes"],
-            mem_mb=config["cluster"]["mem_mb_per_node"],
-        ),
-    params:
-        cfg=memfs_run_cfg("envelope"),
-    shell:
-        memfs_bench_cmd(
-            "envelope", "--design {wildcards.design} --size {wildcards.size}"
-        )
+# The five run rules (one job = one configuration and repeat; the driver on the job's first node,
+# the agents on the others) share one shape; they differ in the experiment, its raw path (layout.py)
+# and the options naming its wildcards:
+#   memfs_envelope_run  MTC Envelope I/O (iozone): one design, network, node count, file size, repeat
+#   memfs_metadata_run  metadata rates (mdtest or mdbench over MPI ranks on the system nodes)
+#   memfs_stripe_run    Figure 2.3a: one stripe size
+#   memfs_threads_run   Figure 2.3b: one prefetch thread-pool size
+#   memfs_limit_run     the links' measured rate (iperf3) and raw memcached's time-bound capacity
+#                       (mcbench); MemFS's limit itself is measured side by side in each MemFS
+#                       envelope job (run.py, limits.py)
+MEMFS_RUN_OPTIONS = {
+    "envelope": "--design {wildcards.design} --size {wildcards.size}",
+    "metadata": "--design {wildcards.design}",
+    "stripe": "--stripe {wildcards.stripe}",
+    "threads": "--threads {wildcards.threads}",
+    "limit": "",
+}
 
+for _exp, _opts in MEMFS_RUN_OPTIONS.items():
 
-rule memfs_metadata_run:
-    """Metadata rates (mdtest or mdbench over MPI ranks on the system nodes)."""
-    input:
-        system_image_input("memfs"),
-        code=MEMFS_BENCH_CODE,
-        site=MEMFS_SITE_INPUT,
-    output:
-        MEMFS_PATTERNS["metadata"],
-    log:
-        "results/memfs/log/metadata/network~{network}/design~{design}/nodes~{n}/rep~{rep}.log",
-    benchmark:
-        "results/memfs/benchmarks/memfs_metadata_run/metadata,network~{network},design~{design},nodes~{n},rep~{rep}.tsv"
-    wildcard_constraints:
-        **_MEMFS_WC,
-    resources:
-        **n_plus_1_resources(
-            lambda wc: int(wc.n),
-            runtime=MEMFS["runtime_minutes"],
-            mem_mb=config["cluster"]["mem_mb_per_node"],
-        ),
-    params:
-        cfg=memfs_run_cfg("metadata"),
-    shell:
-        memfs_bench_cmd("metadata", "--design {wildcards.design}")
-
-
-rule memfs_stripe_run:
-    """Figure 2.3a: one stripe size."""
-    input:
-        system_image_input("memfs"),
-        code=MEMFS_BENCH_CODE,
-        site=MEMFS_SITE_INPUT,
-    output:
-        MEMFS_PATTERNS["stripe"],
-    log:
-        "results/memfs/log/stripe/network~{network}/nodes~{n}/stripe~{stripe}/rep~{rep}.log",
-    benchmark:
-        "results/memfs/benchmarks/memfs_stripe_run/stripe,network~{network},nodes~{n},stripe~{stripe},rep~{rep}.tsv"
-    wildcard_constraints:
-        **_MEMFS_WC,
-    resources:
-        **n_plus_1_resources(
-            lambda wc: int(wc.n),
-            runtime=MEMFS["runtime_minutes"],
-            mem_mb=config["cluster"]["mem_mb_per_node"],
-        ),
-    params:
-        cfg=memfs_run_cfg("stripe"),
-    shell:
-        memfs_bench_cmd("stripe", "--stripe {wildcards.stripe}")
-
-
-rule memfs_threads_run:
-    """Figure 2.3b: one prefetch thread-pool size."""
-    input:
-        system_image_input("memfs"),
-        code=MEMFS_BENCH_CODE,
-        site=MEMFS_SITE_INPUT,
-    output:
-        MEMFS_PATTERNS["threads"],
-    log:
-        "results/memfs/log/threads/network~{network}/nodes~{n}/threads~{threads}/rep~{rep}.log",
-    benchmark:
-        "results/memfs/benchmarks/memfs_threads_run/threads,network~{network},nodes~{n},threads~{threads},rep~{rep}.tsv"
-    wildcard_constraints:
-        **_MEMFS_WC,
-    resources:
-        **n_plus_1_resources(
-            lambda wc: int(wc.n),
-            runtime=MEMFS["runtime_minutes"],
-            mem_mb=config["cluster"]["mem_mb_per_node"],
-        ),
-    params:
-        cfg=memfs_run_cfg("threads"),
-    shell:
-        memfs_bench_cmd("threads", "--threads {wildcards.threads}")
-
-
-rule memfs_limit_run:
-    """The links' measured rate (iperf3) and raw memcached's time-bound capacity (mcbench); MemFS's
-    limit itself is measured side by side in each MemFS envelope job (run.py, limits.py)."""
-    input:
-        system_image_input("memfs"),
-        code=MEMFS_BENCH_CODE,
-        site=MEMFS_SITE_INPUT,
-    output:
-        MEMFS_PATTERNS["limit"],
-    log:
-        "results/memfs/log/limit/network~{network}/nodes~{n}/rep~{rep}.log",
-    benchmark:
-        "results/memfs/benchmarks/memfs_limit_run/limit,network~{network},nodes~{n},rep~{rep}.tsv"
-    wildcard_constraints:
-        **_MEMFS_WC,
-    resources:
-        **n_plus_1_resources(
-            lambda wc: int(wc.n),
-            runtime=MEMFS["runtime_minutes"],
-            mem_mb=config["cluster"]["mem_mb_per_node"],
-        ),
-    params:
-        cfg=memfs_run_cfg("limit"),
-    shell:
-        memfs_bench_cmd("limit", "")
+    rule:
+        name:
+            f"memfs_{_exp}_run"
+        input:
+            system_image_input("memfs"),
+            code=MEMFS_BENCH_CODE,
+            site=MEMFS_SITE_INPUT,
+        output:
+            MEMFS_PATTERNS[_exp],
+        log:
+            memfs_layout.run_log_pattern(_exp),
+        benchmark:
+            memfs_layout.run_benchmark_pattern(_exp)
+        wildcard_constraints:
+            **_MEMFS_WC,
+        resources:
+            **n_plus_1_resources(
+                lambda wc: int(wc.n),
+                runtime=MEMFS["runtime_minutes"],
+                mem_mb=config["cluster"]["mem_mb_per_node"],
+            ),
+        params:
+            cfg=memfs_run_cfg(_exp),
+        shell:
+            memfs_bench_cmd(_exp, _opts)
 
 
 rule memfs_fusegap_run:

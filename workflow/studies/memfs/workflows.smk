@@ -30,6 +30,25 @@ rule memfs_wf_inputs:
         " {params.args} > {log} 2>&1"
 
 
+def mwf_run_params(**middle):
+    """The params of a workflow run job (memfs_wf_run, memfs_wf_memlimit_run): the launcher's
+    settings, ``middle`` (the rule's own), then the timeout, image and environments, in this order."""
+    return {
+        "launcher": MWF["launcher"],
+        "network": lambda wc: shlex.quote(json.dumps(MWF["network"])),
+        "memfs_opts": lambda wc: shlex.quote(json.dumps(MWF["memfs_opts"])),
+        **middle,
+        "timeout": MWF["task_timeout_s"],
+        "image": (
+            f"--image {sif('memfs')}"
+            if config["containers"]["use_for_benchmarks"]
+            else ""
+        ),
+        "mpi_env": MPI_ENV,
+        "mwf_env": MWF_ENV,
+    }
+
+
 rule memfs_wf_run:
     """One run: a workflow on one design, n system nodes (+ the driver), k tasks per node."""
     input:
@@ -55,18 +74,7 @@ rule memfs_wf_run:
             mem_mb=config["cluster"]["mem_mb_per_node"],
         ),
     params:
-        launcher=MWF["launcher"],
-        network=lambda wc: shlex.quote(json.dumps(MWF["network"])),
-        memfs_opts=lambda wc: shlex.quote(json.dumps(MWF["memfs_opts"])),
-        memcached_mb=MWF["memcached_mb"],
-        timeout=MWF["task_timeout_s"],
-        image=(
-            f"--image {sif('memfs')}"
-            if config["containers"]["use_for_benchmarks"]
-            else ""
-        ),
-        mpi_env=MPI_ENV,
-        mwf_env=MWF_ENV,
+        **mwf_run_params(memcached_mb=MWF["memcached_mb"]),
     shell:
         "({params.mpi_env}; {params.mwf_env} python3 -m mtcwf.run --workflow {wildcards.app}"
         " --inputs results/memfs/wf_inputs/{wildcards.app} --design {wildcards.design}"
@@ -329,19 +337,7 @@ rule memfs_wf_memlimit_run:
         ),
     params:
         raw=lambda wc: MWF_ML_RAW.format(design=wc.design, mb=wc.mb),
-        launcher=MWF["launcher"],
-        network=lambda wc: shlex.quote(json.dumps(MWF["network"])),
-        memfs_opts=lambda wc: shlex.quote(json.dumps(MWF["memfs_opts"])),
-        nodes=MWF_ML.get("nodes", 2),
-        k=MWF_ML.get("tasks_per_node", 1),
-        timeout=MWF["task_timeout_s"],
-        image=(
-            f"--image {sif('memfs')}"
-            if config["containers"]["use_for_benchmarks"]
-            else ""
-        ),
-        mpi_env=MPI_ENV,
-        mwf_env=MWF_ENV,
+        **mwf_run_params(nodes=MWF_ML.get("nodes", 2), k=MWF_ML.get("tasks_per_node", 1)),
     shell:
         "rm -f {params.raw} $(dirname {params.raw} | sed 's#/raw/#/failed/#')/rep~0.json;"
         " ({params.mpi_env}; {params.mwf_env} python3 -m studies.memfs.wf_memlimit_run --workflow montage"
