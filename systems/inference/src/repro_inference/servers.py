@@ -95,10 +95,13 @@ def venv(stack: str) -> Path:
 WILDCARD = ("0.0.0.0", "::", "")
 
 
-def free_port(bind: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind(("0.0.0.0" if bind in WILDCARD else bind, 0))
-        return s.getsockname()[1]
+try:  # the tree's one free_port, where the repository is on the path (run.py's steps; images via in-image.sh)
+    from tools.common import free_port
+except ImportError:  # this package alone (`apptainer exec <image> python3 -m repro_inference.servers`, no repo)
+    def free_port(host: str = "127.0.0.1") -> int:
+        with socket.socket() as s:
+            s.bind(("0.0.0.0" if host in WILDCARD else host, 0))
+            return s.getsockname()[1]
 
 
 def advertised_host(bind: str, advertise: str | None = None) -> str:
