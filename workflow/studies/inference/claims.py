@@ -74,6 +74,22 @@ def _common_users(st: pd.DataFrame, model: str, servers) -> list[int]:
     return sorted(set.intersection(*sets)) if sets else []
 
 
+def _tfserving_worst(st: pd.DataFrame, c: claims.Claim, expected: str, pick, worse, describe) -> list[claims.Claim]:
+    """A ResNet50 claim 'TF Serving is the worst server': at each user count pick(common users) chooses,
+    worse(tfserving's value, the others' values) must hold; describe(u, tfserving, others) says what was seen."""
+    servers = set(st[st.model == "resnet50"].server)
+    users = _common_users(st, "resnet50", servers)
+    if "tfserving" not in servers or len(servers) < 2 or not users:
+        return [claims.shape_claim(c, None, "not run", expected)]
+    holds, parts = True, []
+    for u in pick(users):
+        at = _at(st, "resnet50", u)
+        others = [v for s, v in at.items() if s != "tfserving"]
+        holds &= worse(at["tfserving"], others)
+        parts.append(describe(u, at["tfserving"], others))
+    return [imposed_by_standin(claims.shape_claim(c, holds, "; ".join(parts), expected))]
+
+
 # ------------------------------------------------------------------ throughput order (Sec. IV.A, Fig. 2, Table I)
 def resnet50_torchserve_leads(df, pub, cfg) -> list[claims.Claim]:
     tol = cfg["claims"]["lead_tolerance"]
@@ -124,17 +140,8 @@ def resnet50_tfserving_slowest(df, pub, cfg) -> list[claims.Claim]:
               "Sec. IV.A, Table I", "inference_table (table1)", "results/inference/tables/table1.csv", "req/s",
               _kind(sub))
     expected = "TF Serving last at every user count (40.59 req/s at 100 users; the others 74.53-104.10)"
-    servers = set(sub.server)
-    users = _common_users(st, "resnet50", servers)
-    if "tfserving" not in servers or len(servers) < 2 or not users:
-        return [claims.shape_claim(c, None, "not run", expected)]
-    holds, parts = True, []
-    for u in users:
-        at = _at(st, "resnet50", u)
-        others = {s: v for s, v in at.items() if s != "tfserving"}
-        holds &= at["tfserving"] < min(others.values())
-        parts.append(f"{u}: TF Serving {_f(at['tfserving'])} vs slowest other {_f(min(others.values()))}")
-    return [imposed_by_standin(claims.shape_claim(c, holds, "; ".join(parts), expected))]
+    return _tfserving_worst(st, c, expected, lambda users: users, lambda tfs, others: tfs < min(others),
+                            lambda u, tfs, others: f"{u}: TF Serving {_f(tfs)} vs slowest other {_f(min(others))}")
 
 
 def resnet50_tfserving_highest_latency(df, pub, cfg) -> list[claims.Claim]:
@@ -144,17 +151,10 @@ def resnet50_tfserving_highest_latency(df, pub, cfg) -> list[claims.Claim]:
               "frameworks (at 1 user, and the same at 100 users)", "Sec. IV.A, Figure 1", "inference_figure "
               "(figure1)", "results/inference/tables/figure1.csv", "ms", _kind(sub))
     expected = "TF Serving's median latency the highest at 1 user and at the largest user count"
-    servers = set(sub.server)
-    users = _common_users(st, "resnet50", servers)
-    if "tfserving" not in servers or len(servers) < 2 or not users:
-        return [claims.shape_claim(c, None, "not run", expected)]
-    holds, parts = True, []
-    for u in sorted({users[0], users[-1]}):
-        at = _at(st, "resnet50", u)
-        others = {s: v for s, v in at.items() if s != "tfserving"}
-        holds &= at["tfserving"] > max(others.values())
-        parts.append(f"{u}: TF Serving {_f(at['tfserving'], 1)} ms vs highest other {_f(max(others.values()), 1)}")
-    return [imposed_by_standin(claims.shape_claim(c, holds, "; ".join(parts), expected))]
+    return _tfserving_worst(st, c, expected, lambda users: sorted({users[0], users[-1]}),
+                            lambda tfs, others: tfs > max(others),
+                            lambda u, tfs, others: f"{u}: TF Serving {_f(tfs, 1)} ms vs highest other "
+                                                   f"{_f(max(others), 1)}")
 
 
 def resnet50_triton_tf_above_tfserving(df, pub, cfg) -> list[claims.Claim]:

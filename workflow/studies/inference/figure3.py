@@ -6,17 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from repro import cli
-from studies.inference import analysis, plots
-
-
-def main() -> int:
-    a, cfg = cli.parse(__doc__, "measurements", "published", "table", "out")
-    plots.throughput_figure(analysis.read_measurements(a.measurements), analysis.read_published(a.published),
-                            "wav2vec2", a.table, a.out, "Figure 3: Throughput of the Wav2Vec2 model (req/s)")
-    print(f"inference_figure3: wrote {a.out} and {a.table}")
-    return 0
-
+from studies.inference import plots
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(plots.throughput_main(__doc__, "figure3", "wav2vec2",
+                                   "Figure 3: Throughput of the Wav2Vec2 model (req/s)"))

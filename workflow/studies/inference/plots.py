@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro import plotting, tidy
+from repro import cli, plotting, tidy
 from studies.inference import analysis, layout
 
 COLORS = {"torchserve": "#d9822b", "triton-pytorch": "#3b6ea8", "triton-tensorflow": "#4f9a4f",
@@ -95,3 +95,13 @@ def throughput_figure(df: pd.DataFrame, pub: pd.DataFrame, model: str, table_out
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     plotting.save(fig, fig_out)
+
+
+def throughput_main(doc: str, name: str, model: str, title: str, argv=None) -> int:
+    """The command line of one throughput figure (figures 2-4): --config --measurements --published
+    --table --out; draws `model`'s throughput vs users with `title`."""
+    a, _cfg = cli.parse(doc, "measurements", "published", "table", "out", argv=argv)
+    throughput_figure(analysis.read_measurements(a.measurements), analysis.read_published(a.published), model,
+                      a.table, a.out, title)
+    print(f"inference_{name}: wrote {a.out} and {a.table}")
+    return 0
