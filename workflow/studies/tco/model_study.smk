@@ -1,0 +1,135 @@
+# The one shape of a model study (tco, cloudcost): no benchmark, a cost model computed from the
+# config. Three jobs and a target, named <study>_run, <study>_aggregate, <study>_figure, <study>:
+#
+#   <study>_run        python3 -m studies.<study>.model --config CFG --<key> OUT ...   (raw files)
+#   <study>_aggregate  python3 -m studies.<study>.analyze --<key> IN ... --published P --<key> OUT ...
+#   <study>_figure     python3 -m studies.<study>.<figure> --series .. --break-even .. --published ..
+#                      --config CFG --out results/<study>/figures/<figure>.png
+#
+# Each `--<key>` is an entry of the study's OUT dict (underscores become dashes), in the order
+# given, so the commands are those the studies wrote by hand before (same rule names, jobs and
+# command lines). Included by both studies' rules.smk (defining the function twice is harmless).
+
+
+def model_study(
+    study, out, *, run_outputs, aggregate_inputs, aggregate_outputs, figure, entry
+):
+    """Register the model study `study` (its report entry `entry`: title, paper, figure caption,
+    tables) and define its rules. `out` maps keys to result paths; the *_outputs/_inputs name
+    which keys each job writes or reads; `figure` is the one figure script's name."""
+
+    def flags(kind, keys):
+        return "".join(f" --{k.replace('_', '-')} {{{kind}.{k}}}" for k in keys)
+
+    register_study(
+        study,
+        kick=[out["claims"]],
+        **{
+            "title": entry["title"],
+            "paper": entry["paper"],
+            "enabled": enabled(study),
+            "claims": out["claims"],
+            "measurements": out["measurements"],
+            "figures": [{"path": out[figure], "caption": entry["figure_caption"]}],
+            "tables": [{"path": out[k], "caption": c} for k, c in entry["tables"]],
+            "stand_ins": [],
+            "expected_times": {
+                "setup_local": "none beyond ./repro setup",
+                "run_local": "< 10 s",
+                "analysis_local": "< 10 s",
+                "run_cluster": "< 1 min (one small job)",
+            },
+            "benchmarks": [
+                bench_log(study, f"{study}_run"),
+                bench_log(study, f"{study}_aggregate"),
+                bench_log(study, f"{study}_{figure}"),
+            ],
+        },
+    )
+
+    rule:
+        """The model: every cost month by month from the config (the study's raw file)."""
+        name:
+            f"{study}_run"
+        input:
+            analysis_image_input(),
+            code=study_code(study, "model"),
+        output:
+            **{k: out[k] for k in run_outputs},
+        log:
+            f"results/{study}/log/run.log",
+        benchmark:
+            bench_log(study, f"{study}_run")
+        container:
+            ANALYSIS_IMAGE
+        resources:
+            **analysis_resources(),
+        params:
+            cfg=lambda wc: study_json(study),
+        shell:
+            f"python3 -m studies.{study}.model --config {{params.cfg}}"
+            + flags("output", run_outputs)
+            + " > {log} 2>&1"
+
+    rule:
+        """The tidy table, the paper's tables and the claims, from the model's raw file only."""
+        name:
+            f"{study}_aggregate"
+        input:
+            analysis_image_input(),
+            # one mapping, in this order: code, the inputs, published (the jobs' input order)
+            **{
+                "code": study_code(study, "analyze"),
+                **{k: out[k] for k in aggregate_inputs},
+                "published": f"{STUDIES}/{study}/published.csv",
+            },
+        output:
+            **{k: out[k] for k in aggregate_outputs},
+        log:
+            f"results/{study}/log/aggregate.log",
+        benchmark:
+            bench_log(study, f"{study}_aggregate")
+        container:
+            ANALYSIS_IMAGE
+        resources:
+            **analysis_resources(),
+        shell:
+            f"python3 -m studies.{study}.analyze"
+            + flags("input", [*aggregate_inputs, "published"])
+            + flags("output", aggregate_outputs)
+            + " > {log} 2>&1"
+
+    rule:
+        """The paper's figure (figures/{name}.png), from the model's series."""
+        name:
+            f"{study}_figure"
+        input:
+            analysis_image_input(),
+            code=f"{STUDIES}/{study}/{{name}}.py",
+            series=out["series"],
+            break_even=out["break_even"],
+            published=f"{STUDIES}/{study}/published.csv",
+        output:
+            f"results/{study}/figures/{{name}}.png",
+        log:
+            f"results/{study}/log/{{name}}.log",
+        benchmark:
+            bench_log(study, f"{study}_{{name}}")
+        wildcard_constraints:
+            name=figure,
+        container:
+            ANALYSIS_IMAGE
+        resources:
+            **analysis_resources(),
+        params:
+            cfg=lambda wc: study_json(study),
+        shell:
+            f"python3 -m studies.{study}.{{wildcards.name}} --series {{input.series}} --break-even {{input.break_even}}"
+            " --published {input.published} --config {params.cfg} --out {output} > {log} 2>&1"
+
+    rule:
+        name:
+            study
+        input:
+            out["claims"],
+            out[figure],
