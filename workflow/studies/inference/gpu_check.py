@@ -114,6 +114,21 @@ def summary_rows(results: Path) -> list[dict]:
     return rows
 
 
+def write_summary(results: Path, out: Path) -> list[dict]:
+    """OUT/gpu.csv: one row per raw or failure record of the GPU check (summary_rows), each also printed."""
+    rows = summary_rows(results)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "gpu.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    for r in rows:
+        print(f"{r['experiment']:8s} {r['model']:18s} {r['server'] or r['framework']:10s} u={r['users']!s:3s} "
+              f"{r['status']:6s} {r['rate']} {r['unit']} on {r['device']} {r['gpu_name']} "
+              f"util {r['gpu_util_mean_pct']} (paper {r['paper_table1_req_s']})")
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -133,16 +148,7 @@ def main(argv=None) -> int:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(make_models(a.dir), indent=1) + "\n")
     else:
-        rows = summary_rows(a.results)
-        a.out.mkdir(parents=True, exist_ok=True)
-        with open(a.out / "gpu.csv", "w", newline="") as fh:
-            w = csv.DictWriter(fh, COLUMNS)
-            w.writeheader()
-            w.writerows(rows)
-        for r in rows:
-            print(f"{r['experiment']:8s} {r['model']:18s} {r['server'] or r['framework']:10s} u={r['users']!s:3s} "
-                  f"{r['status']:6s} {r['rate']} {r['unit']} on {r['device']} {r['gpu_name']} "
-                  f"util {r['gpu_util_mean_pct']} (paper {r['paper_table1_req_s']})")
+        write_summary(a.results, a.out)
     return 0
 
 

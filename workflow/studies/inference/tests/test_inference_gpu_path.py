@@ -231,3 +231,30 @@ def test_the_measured_device_and_gpu_samples_become_columns():
                                                         {"t": 5, "util_pct": 90, "mem_used_mib": 7}]},
                          {"started_at": 4, "ended_at": 6})
     assert win["gpu_samples"] == 1 and win["gpu_util_mean_pct"] == 90 and win["gpu_sample_source"] == "nvml"
+
+
+def test_gpu_check_summary_lists_ok_and_failed_records_with_the_device(tmp_path, capsys):
+    """gpu_check.py summary: one gpu.csv row per serve/raw-rate record (ok or failed), the ceiling left out;
+    the device each side measured and Table I's value beside."""
+    import csv as _csv
+
+    from studies.inference import gpu_check
+
+    res = tmp_path / "inference"
+    ok = {"status": "ok", "params": {"experiment": "serve", "server": "torchserve", "model": "resnet50", "users": 1},
+          "metrics": [{"metric": "throughput", "value": 99.5, "unit": "req/s"}],
+          "extra": {"device": {"device": "cuda", "gpu_name": "NVIDIA H100"}}}
+    bad = {"status": "failed", "failure": "device cuda asked for, but the run measured 'cpu'",
+           "params": {"experiment": "raw_rate", "model": "resnet50", "framework": "torch"}, "metrics": []}
+    ceil = {"status": "ok", "params": {"experiment": "ceiling", "users": 4}, "metrics": []}
+    for rel, rec in (("raw/experiment~serve/x/rep~0.json", ok), ("failed/experiment~raw_rate/y/rep~0.json", bad),
+                     ("raw/experiment~ceiling/users~4/rep~0.json", ceil)):
+        (res / rel).parent.mkdir(parents=True, exist_ok=True)
+        (res / rel).write_text(json.dumps(rec))
+    rows = gpu_check.write_summary(res, tmp_path / "out")
+    with open(tmp_path / "out" / "gpu.csv", newline="") as fh:
+        got = list(_csv.DictReader(fh))
+    assert [(r["experiment"], r["status"]) for r in got] == [("serve", "ok"), ("raw_rate", "failed")] == [
+        (r["experiment"], r["status"]) for r in rows]
+    assert got[0]["rate"] == "99.5" and got[0]["gpu_name"] == "NVIDIA H100" and got[0]["paper_table1_req_s"] == "104.1"
+    assert "measured 'cpu'" in got[1]["failure"] and "NVIDIA H100" in capsys.readouterr().out
