@@ -135,59 +135,59 @@ rule storage_aggregate:
         " --summary {output.summary} --limits {output.limits} --launcher {params.launcher_kind} > {log} 2>&1"
 
 
-rule storage_figure:
-    """Figures 4, 5, 6 (figures/{name}.png) and the data each draws (tables/{name}.csv)."""
-    input:
-        analysis_image_input(),
-        code=f"{ST_DIR}/{{name}}.py",
-        lib=study_code("storage", "analysis", "layout", "cosfig"),
-        measurements=ST_OUT["measurements"],
-        published=ST_PUBLISHED,
-    output:
-        table="results/storage/tables/{name}.csv",
-        figure="results/storage/figures/{name}.png",
-    log:
-        "results/storage/log/{name}.log",
-    benchmark:
-        bench_log("storage", "storage_{name}")
-    wildcard_constraints:
-        name="|".join(ST_FIGURES),
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("storage"),
-    shell:
-        "python3 -m studies.storage.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-        " --published {input.published} --table {output.table} --out {output.figure} > {log} 2>&1"
+# Figures 4, 5, 6 and Table 5: one shape (the script studies.storage.{name} reads the tidy table
+# and the published values); a figure also writes the data it draws (tables/{name}.csv)
+ST_ANALYSIS_RULES = {
+    "storage_figure": {
+        "doc": "Figures 4, 5, 6 (figures/{name}.png) and the data each draws (tables/{name}.csv).",
+        "lib": ("analysis", "layout", "cosfig"),
+        "names": ST_FIGURES,
+        "output": {
+            "table": "results/storage/tables/{name}.csv",
+            "figure": "results/storage/figures/{name}.png",
+        },
+        "out_args": "--table {output.table} --out {output.figure}",
+    },
+    "storage_table": {
+        "doc": "Table 5 (tables/{name}.csv), the published statement beside.",
+        "lib": ("analysis", "layout"),
+        "names": ST_TABLES,
+        "output": ["results/storage/tables/{name}.csv"],
+        "out_args": "--out {output}",
+    },
+}
+for _st_rule, _st_spec in ST_ANALYSIS_RULES.items():
+    _st_out = _st_spec["output"]
 
+    rule:
+        name:
+            _st_rule
+        input:
+            analysis_image_input(),
+            code=f"{ST_DIR}/{{name}}.py",
+            lib=study_code("storage", *_st_spec["lib"]),
+            measurements=ST_OUT["measurements"],
+            published=ST_PUBLISHED,
+        output:
+            *(_st_out if isinstance(_st_out, list) else []),
+            **(_st_out if isinstance(_st_out, dict) else {}),
+        log:
+            "results/storage/log/{name}.log",
+        benchmark:
+            bench_log("storage", "storage_{name}")
+        wildcard_constraints:
+            name="|".join(_st_spec["names"]),
+        container:
+            ANALYSIS_IMAGE
+        resources:
+            **analysis_resources(),
+        params:
+            cfg=lambda wc: study_json("storage"),
+        shell:
+            "python3 -m studies.storage.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
+            " --published {input.published} " + _st_spec["out_args"] + " > {log} 2>&1"
 
-rule storage_table:
-    """Table 5 (tables/{name}.csv), the published statement beside."""
-    input:
-        analysis_image_input(),
-        code=f"{ST_DIR}/{{name}}.py",
-        lib=study_code("storage", "analysis", "layout"),
-        measurements=ST_OUT["measurements"],
-        published=ST_PUBLISHED,
-    output:
-        "results/storage/tables/{name}.csv",
-    log:
-        "results/storage/log/{name}.log",
-    benchmark:
-        bench_log("storage", "storage_{name}")
-    wildcard_constraints:
-        name="|".join(ST_TABLES),
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("storage"),
-    shell:
-        "python3 -m studies.storage.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-        " --published {input.published} --out {output} > {log} 2>&1"
+    workflow.get_rule(_st_rule).docstring = _st_spec["doc"]
 
 
 rule storage_claims:
