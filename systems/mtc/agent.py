@@ -39,9 +39,12 @@ import traceback
 from multiprocessing.connection import Listener
 from pathlib import Path
 
-# the agent runs as a script: its folder (systems/mtc) is sys.path[0]
-import mcproto
-import netns
+# the agent runs as a script: its folder (systems/mtc) is sys.path[0]; the repository root (for
+# tools.common) goes behind it, whatever PYTHONPATH the launcher (srun, nsenter, an image) passed on
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+import mcproto  # noqa: E402
+import netns  # noqa: E402
+from tools.common import free_port  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -135,7 +138,7 @@ class Agent:
             return "127.0.0.1"
 
     def _free_port(self) -> int:
-        return netns.free_port(self.ip)
+        return free_port(self.ip)
 
     def _cmd(self, argv: list[str]) -> list[str]:
         return self.prefix + argv

@@ -287,15 +287,6 @@ def in_mountinfo(path: str, fallback=None) -> bool:
         return fallback(path) if fallback else False
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free on ``host`` a moment ago."""
-    s = socket.socket()
-    s.bind((host, 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def wait_or_kill(proc: subprocess.Popen, timeout: float) -> None:
     """Wait up to ``timeout`` s for ``proc`` to exit, then SIGKILL it and reap it."""
     try:

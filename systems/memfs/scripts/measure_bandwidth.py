@@ -33,17 +33,18 @@ import time
 from pathlib import Path
 
 try:
-    from systems.mtc import netns  # the shared port, mount and process helpers (./repro env puts the repository
+    from systems.mtc import netns  # the shared mount and process helpers (./repro env puts the repository
 except ImportError:                # on PYTHONPATH); run without it: the repository root from this file
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     from systems.mtc import netns
+from tools.common import free_port  # noqa: E402 -- the tree's one
 
 HERE = Path(__file__).resolve().parent
 BUILD = Path(os.environ.get("MEMFS_BUILD", HERE.parent / "build"))  # another build: MEMFS_BUILD=dir
 
 
 def start_memcached(mem_mb, item_max):
-    port = netns.free_port()
+    port = free_port()
     cmd = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", str(mem_mb),
            "-I", item_max, "-M", "-t", "2", "-c", "4096"]
     if os.geteuid() == 0:

@@ -17,6 +17,7 @@ import pytest
 
 from repro.testing import build_or_skip
 from systems.mtc import mcproto, netns
+from tools.common import free_port  # noqa: F401 (the tests import it from here)
 
 REPO = Path(__file__).resolve().parents[3]
 MEMFS_DIR = REPO / "systems" / "memfs"
@@ -77,7 +78,6 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(base, ignore_errors=True)
 
 
-free_port = netns.free_port  # (imported from here by the tests)
 
 
 class Memcached:

@@ -26,17 +26,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from tools.common import free_port  # the tree's one (the repository root is on PYTHONPATH)
+
 REPO = Path(__file__).resolve().parents[3]
 MEMFS_BUILD = REPO / "systems" / "memfs" / "build"
 DESIGNS = ("memfs", "locality", "local-disk")
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def rss_bytes(pid: int) -> int:
@@ -165,7 +159,7 @@ class StandInCluster:
 
     def _start_memcached(self, nd: Node):
         for _ in range(5):
-            port = _free_port()
+            port = free_port()
             cmd = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", str(self.memcached_mb),
                    "-I", "8m", "-M", "-t", "2", "-c", "4096"]
             if os.geteuid() == 0:

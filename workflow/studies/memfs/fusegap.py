@@ -49,6 +49,7 @@ REPO = Path(__file__).resolve().parents[3]
 if str(REPO) not in sys.path:  # run with any python3 from the repository root
     sys.path.insert(0, str(REPO))
 
+from tools.common import free_port  # noqa: E402
 from tools.fuseceiling import ceiling as fc  # noqa: E402
 
 MiB = 1 << 20
@@ -103,14 +104,6 @@ def say(msg: str) -> None:
 
 
 # ----------------------------------------------------------------------------- services
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def is_mounted(path) -> bool:
     path = os.path.realpath(path)
     with open("/proc/self/mountinfo") as f:
