@@ -39,21 +39,8 @@ MPIFUSE = os.path.join(ROOT, "systems", "mpifuse", "build", "mpifuse")
 MIB = 1 << 20
 DD_RE = re.compile(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s,", re.M)
 
-
-def mounted(mp):
-    mp = os.path.realpath(mp)
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == mp for line in f)
-
-
-def cpu_s(pid):
-    """utime + stime of a process, seconds."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except OSError:
-        return None
+sys.path.insert(0, HERE)  # run as a script, or loaded from its file by the tests
+from hostinfo import cpu_s, mounted  # noqa: E402
 
 
 def wait_mount(proc, mp, what, timeout=60, ready=None):

@@ -2,15 +2,17 @@
 always unmounted (fusermount3 -u) with its server process gone afterwards."""
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
 SYS = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, SYS)
+from hostinfo import alive, kernel_has_passthrough, mounted  # noqa: E402,F401 -- the tests import them from here
 # KPASSTHROUGH_BIN: another build of the binary (e.g. a deliberately broken one, to see a test fail)
 BIN = os.environ.get("KPASSTHROUGH_BIN", os.path.join(SYS, "build", "kpassthrough"))
 MIB = 1 << 20
@@ -26,29 +28,6 @@ def missing_prereq():
     if not shutil.which("fusermount3"):
         return "fusermount3 is not installed"
     return None
-
-
-def kernel_has_passthrough():
-    """Linux >= 6.9 (FUSE passthrough); on such a kernel the kernel-mode tests must pass."""
-    rel = platform.release().split("-")[0].split(".")
-    try:
-        return (int(rel[0]), int(rel[1])) >= (6, 9)
-    except (ValueError, IndexError):
-        return False
-
-
-def mounted(mp):
-    mp = os.path.realpath(mp)
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == mp for line in f)
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def make_source(root):

@@ -19,6 +19,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from systems.kpassthrough.hostinfo import cpu_s, mounted  # noqa: F401 -- speed.py reads kpt.cpu_s
+
 REPO = Path(__file__).resolve().parents[3]
 BIN_DEFAULT = REPO / "systems" / "kpassthrough" / "build" / "kpassthrough"
 VARIANT = "kpassthrough"  # the speed benchmark's variant name
@@ -28,22 +30,6 @@ LABEL = "Kernel FUSE passthrough"  # shown with plotting.variant_label(..., ours
 def binary() -> str:
     """The server binary: $KPASSTHROUGH_BIN (another build), else systems/kpassthrough/build/."""
     return os.environ.get("KPASSTHROUGH_BIN") or str(BIN_DEFAULT)
-
-
-def cpu_s(pid: int | str = "self") -> float | None:
-    """utime + stime of a process (all its threads), seconds; None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def mounted(mp: str) -> bool:
-    mp = os.path.realpath(mp)
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == mp for line in f)
 
 
 class KMount:

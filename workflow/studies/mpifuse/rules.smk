@@ -5,32 +5,26 @@
 include: "study.smk"
 
 
-rule mpifuse_build_fs:
-    output:
-        "systems/mpifuse/build/libmpifuse.so",
-    log:
-        "results/mpifuse/log/build_fs.log",
-    shell:
-        "make -C systems/mpifuse > {log} 2>&1"
+# the systems this study builds locally (an image-based run has them in its image): rule, output, make -C
+MF_BUILDS = (
+    ("mpifuse_build_fs", "systems/mpifuse/build/libmpifuse.so", "systems/mpifuse", "build_fs"),
+    # kernel FUSE passthrough (ours, beyond the paper): the speed benchmark's kpassthrough variant
+    ("mpifuse_build_kpassthrough", "systems/kpassthrough/build/kpassthrough", "systems/kpassthrough",
+     "build_kpassthrough"),
+    ("mpifuse_build_homefs", "systems/homefs/build/nfsfuse", "systems/homefs", "build_homefs"),
+)
 
+for _name, _target, _dir, _log in MF_BUILDS:
 
-rule mpifuse_build_kpassthrough:
-    """Kernel FUSE passthrough (ours, beyond the paper): the speed benchmark's kpassthrough variant."""
-    output:
-        "systems/kpassthrough/build/kpassthrough",
-    log:
-        "results/mpifuse/log/build_kpassthrough.log",
-    shell:
-        "make -C systems/kpassthrough > {log} 2>&1"
-
-
-rule mpifuse_build_homefs:
-    output:
-        "systems/homefs/build/nfsfuse",
-    log:
-        "results/mpifuse/log/build_homefs.log",
-    shell:
-        "make -C systems/homefs > {log} 2>&1"
+    rule:
+        name:
+            _name
+        output:
+            _target,
+        log:
+            f"results/mpifuse/log/{_log}.log",
+        shell:
+            f"make -C {_dir} > {{log}} 2>&1"
 
 
 rule mpifuse_run:
@@ -92,82 +86,53 @@ rule mpifuse_aggregate:
         " --summary {output.summary} --bytes {output.bytes} > {log} 2>&1"
 
 
-rule mpifuse_table:
-    """Table I and the Section VII ratios (tables/{name}.csv), published values beside."""
-    input:
-        analysis_image_input(),
-        code=f"{MF_DIR}/{{name}}.py",
-        lib=study_code("mpifuse", "analysis", "layout"),
-        measurements=MF_OUT["measurements"],
-        published=MF_PUBLISHED,
-    output:
-        "results/mpifuse/tables/{name}.csv",
-    log:
-        "results/mpifuse/log/{name}.log",
-    benchmark:
-        bench_log("mpifuse", "mpifuse_{name}")
-    wildcard_constraints:
-        name="table1|ratios|variants",
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("mpifuse"),
-    shell:
-        "python3 -m studies.mpifuse.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-        " --published {input.published} --out {output} > {log} 2>&1"
+# The analysis scripts that read the tidy table and the published values: Table I and the Section
+# VII ratios (tables/{name}.csv, published values beside), Figures 3, 4 and 5 (figures/{name}.png and
+# the data each one draws, tables/{name}.csv), the claims (claims.csv). Per rule: the script (a
+# {name} wildcard or one script), the modules it reads, outputs, its arguments for them, the log name.
+MF_ANALYSIS = (
+    ("mpifuse_table", "table1|ratios|variants", ("analysis", "layout"),
+     {"out": "results/mpifuse/tables/{name}.csv"}, "--out {output.out}", "{name}"),
+    ("mpifuse_figure", "figure3|figure4|figure5", ("analysis", "layout", "plotting"),
+     {"table": "results/mpifuse/tables/{name}.csv", "figure": "results/mpifuse/figures/{name}.png"},
+     "--table {output.table} --out {output.figure}", "{name}"),
+    ("mpifuse_claims", None, ("analysis", "layout"), {"out": MF_OUT["claims"]}, "--out {output.out}", "claims"),
+)
 
+for _name, _names, _lib, _outputs, _args, _script in MF_ANALYSIS:
 
-rule mpifuse_figure:
-    """Figures 3, 4 and 5 (figures/{name}.png) and the data each one draws (tables/{name}.csv)."""
-    input:
-        analysis_image_input(),
-        code=f"{MF_DIR}/{{name}}.py",
-        lib=study_code("mpifuse", "analysis", "layout", "plotting"),
-        measurements=MF_OUT["measurements"],
-        published=MF_PUBLISHED,
-    output:
-        table="results/mpifuse/tables/{name}.csv",
-        figure="results/mpifuse/figures/{name}.png",
-    log:
-        "results/mpifuse/log/{name}.log",
-    benchmark:
-        bench_log("mpifuse", "mpifuse_{name}")
-    wildcard_constraints:
-        name="figure3|figure4|figure5",
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("mpifuse"),
-    shell:
-        "python3 -m studies.mpifuse.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-        " --published {input.published} --table {output.table} --out {output.figure} > {log} 2>&1"
-
-
-rule mpifuse_claims:
-    input:
-        analysis_image_input(),
-        code=study_code("mpifuse", "claims", "analysis", "layout"),
-        measurements=MF_OUT["measurements"],
-        published=MF_PUBLISHED,
-    output:
-        MF_OUT["claims"],
-    log:
-        "results/mpifuse/log/claims.log",
-    benchmark:
-        bench_log("mpifuse", "mpifuse_claims")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("mpifuse"),
-    shell:
-        "python3 -m studies.mpifuse.claims --config {params.cfg} --measurements {input.measurements}"
-        " --published {input.published} --out {output} > {log} 2>&1"
+    rule:
+        name:
+            _name
+        input:
+            analysis_image_input(),
+            code=f"{MF_DIR}/{_script}.py",
+            lib=study_code("mpifuse", *_lib),
+            measurements=MF_OUT["measurements"],
+            published=MF_PUBLISHED,
+        output:
+            **_outputs,
+        log:
+            f"results/mpifuse/log/{_script}.log",
+        benchmark:
+            bench_log("mpifuse", f"mpifuse_{_script}")
+        wildcard_constraints:
+            **({"name": _names} if _names else {}),
+        container:
+            ANALYSIS_IMAGE
+        resources:
+            **analysis_resources(),
+        params:
+            cfg=lambda wc: study_json("mpifuse"),
+        shell:
+            (
+                "python3 -m studies.mpifuse."
+                + ("{wildcards.name}" if _names else _script)
+                + " --config {params.cfg} --measurements {input.measurements}"
+                " --published {input.published} "
+                + _args
+                + " > {log} 2>&1"
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -185,7 +150,7 @@ rule mpifuse_speed:
             else []
         ),
         code=study_code("mpifuse", "speed", "run", "layout", "kpt")
-        + ["tools/fuseceiling/ceiling.py", "tools/fuseceiling/fuseceiling.c"],
+        + ["systems/kpassthrough/hostinfo.py", "tools/fuseceiling/ceiling.py", "tools/fuseceiling/fuseceiling.c"],
     output:
         MF_OUT["speed_raw"],
     log:

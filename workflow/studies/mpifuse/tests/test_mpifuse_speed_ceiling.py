@@ -5,15 +5,11 @@ its knobs recorded, nothing is left mounted. No timings asserted."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 
 import pytest
 from studies.mpifuse import speed
-from repro import rawio
 
-from mpifuse_study_testlib import PY, REPO, mpi_env, mpifuse_ready, study_config  # noqa: F401
+from mpifuse_study_testlib import mpifuse_ready, run_speed, study_config  # noqa: F401
 
 
 def test_ceiling_options_follow_osr_refined(tmp_path):
@@ -29,18 +25,9 @@ def test_ceiling_options_follow_osr_refined(tmp_path):
 
 @pytest.mark.usefixtures("mpifuse_ready")
 def test_ceiling_and_map_variants_read_the_bytes_right(tmp_path):
-    cfg = study_config(tmp_path, speed={"size": "3MB", "nodes": [1], "repeats": 1, "idle_s": 0,
-                                        "variants": ["native", "osr-refined-map", "fuse-ceiling"],
-                                        "source": "scratch"})
-    cfgfile = tmp_path / "cfg.json"
-    cfgfile.write_text(json.dumps(cfg))
-    out = tmp_path / "speed.json"
-    tag = f"rmf-t{os.getpid()}-ceil"
-    p = subprocess.run(["timeout", "-k", "10", "240", "mpirun", "--oversubscribe", "--bind-to", "none", "-n", "2",
-                        PY, "-m", "studies.mpifuse.speed", "--config", f"@{cfgfile}", "--tag", tag, "--out", str(out)],
-                       capture_output=True, text=True, env=mpi_env(), cwd=REPO)
-    assert p.returncode == 0, f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
-    rec = rawio.read(out)
+    rec, cfg, tag = run_speed(tmp_path, {"size": "3MB", "nodes": [1], "repeats": 1, "idle_s": 0,
+                                         "variants": ["native", "osr-refined-map", "fuse-ceiling"],
+                                         "source": "scratch"}, "ceil")
     assert rec["extra"]["failures"] == []
     ok = {(m["labels"]["variant"], m["labels"]["tool"]): m["value"] for m in rec["metrics"] if m["metric"] == "hash_ok"}
     assert ok == {("native", "sha256sum"): 1, ("osr-refined-map", "sha256sum"): 1, ("fuse-ceiling", "sha256sum"): 1}

@@ -5,25 +5,15 @@ window is measured, nothing is left mounted. No timings asserted."""
 
 from __future__ import annotations
 
-import json
 import os
-import platform
 import shutil
 import subprocess
 
 import pytest
 from studies.mpifuse import kpt
-from repro import rawio
+from systems.kpassthrough.hostinfo import kernel_has_passthrough
 
-from mpifuse_study_testlib import PY, REPO, mpi_env, study_config
-
-
-def kernel_has_passthrough() -> bool:
-    rel = platform.release().split("-")[0].split(".")
-    try:
-        return (int(rel[0]), int(rel[1])) >= (6, 9)
-    except (ValueError, IndexError):
-        return False
+from mpifuse_study_testlib import REPO, run_speed
 
 
 @pytest.fixture(scope="module")
@@ -45,17 +35,8 @@ def kpt_binary():
 
 
 def test_kpassthrough_variant_reads_the_bytes_right(tmp_path, kpt_binary):
-    cfg = study_config(tmp_path, speed={"size": "3MB", "nodes": [1], "repeats": 1, "idle_s": 0.3,
-                                        "variants": ["native", "kpassthrough"], "source": "scratch"})
-    cfgfile = tmp_path / "cfg.json"
-    cfgfile.write_text(json.dumps(cfg))
-    out = tmp_path / "speed.json"
-    tag = f"rmf-t{os.getpid()}-kpt"
-    p = subprocess.run(["timeout", "-k", "10", "240", "mpirun", "--oversubscribe", "--bind-to", "none", "-n", "2",
-                        PY, "-m", "studies.mpifuse.speed", "--config", f"@{cfgfile}", "--tag", tag, "--out", str(out)],
-                       capture_output=True, text=True, env=mpi_env(), cwd=REPO)
-    assert p.returncode == 0, f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
-    rec = rawio.read(out)
+    rec, _, tag = run_speed(tmp_path, {"size": "3MB", "nodes": [1], "repeats": 1, "idle_s": 0.3,
+                                       "variants": ["native", "kpassthrough"], "source": "scratch"}, "kpt")
     fails = rec["extra"]["failures"]
     if not kernel_has_passthrough():  # the variant must fail loudly, with kpassthrough's reason
         assert fails and all(f["variant"] == "kpassthrough" for f in fails), fails

@@ -1,0 +1,44 @@
+"""What the host says about a FUSE server, read from /proc and the kernel release: is a path
+mounted, is a process alive, how much CPU it used, can the kernel pass reads through (FUSE
+passthrough, Linux >= 6.9). Standard library only: bench.py runs it as a plain script, the tests
+and the mpifuse speed benchmark (workflow/studies/mpifuse/kpt.py) import it."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+
+def mounted(mp: str) -> bool:
+    """True if `mp` (resolved) is a mount point now."""
+    mp = os.path.realpath(mp)
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == mp for line in f)
+
+
+def alive(pid) -> bool:
+    """True if pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def cpu_s(pid: int | str = "self") -> float | None:
+    """utime + stime of a process (all its threads), seconds; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def kernel_has_passthrough() -> bool:
+    """Linux >= 6.9 (FUSE passthrough); on such a kernel the kernel-mode tests must pass."""
+    rel = platform.release().split("-")[0].split(".")
+    try:
+        return (int(rel[0]), int(rel[1])) >= (6, 9)
+    except (ValueError, IndexError):
+        return False
