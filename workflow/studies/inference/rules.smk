@@ -146,59 +146,55 @@ rule inference_aggregate:
         " --summary {output.summary} --limits {output.limits} > {log} 2>&1"
 
 
-rule inference_table:
-    """Tables I-II (tables/{name}.csv), the published values beside."""
-    input:
-        analysis_image_input(),
-        code=f"{INF_DIR}/{{name}}.py",
-        lib=study_code("inference", "analysis", "layout"),
-        measurements=INF_OUT["measurements"],
-        published=INF_PUBLISHED,
-    output:
-        "results/inference/tables/{name}.csv",
-    log:
-        "results/inference/log/{name}.log",
-    benchmark:
-        bench_log("inference", "inference_{name}")
-    wildcard_constraints:
-        name="table1|table2",
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("inference"),
-    shell:
-        "python3 -m studies.inference.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-        " --published {input.published} --out {output} > {log} 2>&1"
+# Tables I-II (tables/{name}.csv) and Figures 1-4 (figures/{name}.png with the data each draws in
+# tables/{name}.csv), the published values beside: one shape, two rules (inference_table,
+# inference_figure), each name one job of `python3 -m studies.inference.<name>`.
+INF_ANALYSIS = {
+    "table": {
+        "names": INF_TABLES,
+        "lib": ("analysis", "layout"),
+        "output": {"table": "results/inference/tables/{name}.csv"},
+        "args": "--out {output.table}",
+    },
+    "figure": {
+        "names": INF_FIGURES,
+        "lib": ("analysis", "layout", "plots"),
+        "output": {
+            "table": "results/inference/tables/{name}.csv",
+            "figure": "results/inference/figures/{name}.png",
+        },
+        "args": "--table {output.table} --out {output.figure}",
+    },
+}
 
+for _what, _spec in INF_ANALYSIS.items():
 
-rule inference_figure:
-    """Figures 1-4 (figures/{name}.png) and the data each draws (tables/{name}.csv)."""
-    input:
-        analysis_image_input(),
-        code=f"{INF_DIR}/{{name}}.py",
-        lib=study_code("inference", "analysis", "layout", "plots"),
-        measurements=INF_OUT["measurements"],
-        published=INF_PUBLISHED,
-    output:
-        table="results/inference/tables/{name}.csv",
-        figure="results/inference/figures/{name}.png",
-    log:
-        "results/inference/log/{name}.log",
-    benchmark:
-        bench_log("inference", "inference_{name}")
-    wildcard_constraints:
-        name="figure1|figure2|figure3|figure4",
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("inference"),
-    shell:
-        "python3 -m studies.inference.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-        " --published {input.published} --table {output.table} --out {output.figure} > {log} 2>&1"
+    rule:
+        name:
+            f"inference_{_what}"
+        input:
+            analysis_image_input(),
+            code=f"{INF_DIR}/{{name}}.py",
+            lib=study_code("inference", *_spec["lib"]),
+            measurements=INF_OUT["measurements"],
+            published=INF_PUBLISHED,
+        output:
+            **_spec["output"],
+        log:
+            "results/inference/log/{name}.log",
+        benchmark:
+            bench_log("inference", "inference_{name}")
+        wildcard_constraints:
+            name="|".join(_spec["names"]),
+        container:
+            ANALYSIS_IMAGE
+        resources:
+            **analysis_resources(),
+        params:
+            cfg=lambda wc: study_json("inference"),
+        shell:
+            "python3 -m studies.inference.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
+            " --published {input.published} " + _spec["args"] + " > {log} 2>&1"
 
 
 rule inference_claims:
