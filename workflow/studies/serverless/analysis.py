@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from repro import published as rpub, tidy
+from repro import cli, published as rpub, tidy
 from studies.serverless import layout
 
 MiB = 2**20
@@ -250,3 +250,13 @@ def limits(df: pd.DataFrame) -> pd.DataFrame:
                      "fraction_of_ceiling": np.nan, "iperf3_mib_s": iperf_mean, "fraction_of_iperf3": np.nan,
                      "fraction_of_baseline": np.nan, "system_kind": ip["system_kind"].iloc[0]})
     return pd.DataFrame(rows)
+
+
+def table_main(doc: str, make) -> int:
+    """The command line of table1-3 (``make``: one of table1/2/3): the tidy table and the published
+    values in, one CSV out, printed too."""
+    a, _cfg = cli.parse(doc, "measurements", "published", "out")
+    t = make(read_measurements(a.measurements), read_published(a.published))
+    tidy.write_csv(t, a.out)
+    print(t.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return 0

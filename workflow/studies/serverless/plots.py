@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from repro import plotting, tidy
+from repro import cli, plotting, tidy
 from studies.serverless import analysis, layout
 
 COLORS = {"openfaas": "#3b6ea8", "nuclio-cpp": "#d9822b", "nuclio-go": "#4f9a4f", "baseline": "#555555"}
@@ -56,3 +56,12 @@ def image_figure(df, pub, variant: str, table_out: str, fig_out: str, title: str
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     plotting.save(fig, fig_out)
+
+
+def image_figure_main(doc: str, name: str, variant: str, title: str) -> int:
+    """The command line of figure1/figure2: the image figure of ``variant`` and the data it draws."""
+    a, _cfg = cli.parse(doc, "measurements", "published", "table", "out")
+    image_figure(analysis.read_measurements(a.measurements), analysis.read_published(a.published), variant,
+                 a.table, a.out, title)
+    print(f"serverless_{name}: wrote {a.out} and {a.table}")
+    return 0

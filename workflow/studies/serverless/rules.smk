@@ -72,97 +72,98 @@ rule serverless_site_check:
         " || {{ cat {log} >&2; exit 1; }}"
 
 
-rule serverless_image_run:
-    """One image run: the director against one platform at n instances (n+1 layout: the director on
-    the driver node, the platform and its n instances on the system nodes, placement.py; locally
-    processes on this host; the baseline: one node)."""
-    input:
-        sl_system_inputs,
-        images=SL_IMAGES_DIR,
-        code=study_code("serverless", "run", "layout", "placement"),
-    output:
-        f"{sl_layout.RAW_DIR}/workload~image/variant~{{variant}}/platform~{{platform}}/instances~{{instances}}/rep~{{rep}}.json",
-    log:
-        "results/serverless/log/run/image/variant~{variant}/platform~{platform}/instances~{instances}/rep~{rep}.log",
-    benchmark:
-        sl_bench_image("{variant}", "{platform}", "{instances}", "{rep}")
-    wildcard_constraints:
-        variant="processing|null-processing",
-        platform="openfaas|nuclio-cpp|baseline",
-        instances=r"[0-9]+",
-        rep=r"[0-9]+",
-    resources:
-        # the baseline is the function run by the director on its own node: one node
-        **sl_run_resources(lambda wc: 0 if wc.platform == "baseline" else int(wc.instances)),
-    params:
-        exec=sl_exec(),
-        cfg=lambda wc: study_json("serverless"),
-    shell:
-        "{params.exec} python3 -m studies.serverless.run --config {params.cfg} --workload image"
-        " --variant {wildcards.variant} --platform {wildcards.platform} --instances {wildcards.instances}"
-        " --rep {wildcards.rep} --images {input.images} > {log} 2>&1"
+# The run rules, one shape: the director against one platform (or the limits), on the n+1 layout
+# (placement.py: the director on the driver node, the platform and its instances on the system
+# nodes; locally processes on this host). One job = one image run (the baseline: the function run
+# by the director, one node), one byte-reversal sweep (every request size of the config; one rule
+# per platform because the sizes a platform refuses by design, Nuclio Go above 2 MiB, are sent but
+# are not outputs: their failure records are the result), or one limit measurement (the director's
+# ceiling against a bare echo server at every ceiling size; iperf3 over the same path).
+# A rule made in a loop runs its shell expression when the job runs, after the loop has ended: the
+# shell strings are literals, what differs per rule comes in through params (made per rule here).
 
 
-# One byte-reversal sweep job per platform x variant x n x repeat: every request size of the
-# config. One rule per platform, because the sizes a platform refuses by design (Nuclio Go above
-# 2 MiB) are sent but are not outputs (their failure records are the result).
-for _sl_p in PLATFORMS_BYTES:
+def _sl_args(fmt):
+    """params.args of a run rule: the command's arguments, ``fmt`` filled from the wildcards and inputs."""
+    return lambda wildcards, input: fmt.format(wildcards=wildcards, input=input)
+
+
+SL_RUN_RULES = (
+    [
+        {
+            "name": "serverless_image_run",
+            "output": f"{sl_layout.RAW_DIR}/workload~image/variant~{{variant}}/platform~{{platform}}"
+            "/instances~{instances}/rep~{rep}.json",
+            "log": "results/serverless/log/run/image/variant~{variant}/platform~{platform}"
+            "/instances~{instances}/rep~{rep}.log",
+            "benchmark": sl_bench_image("{variant}", "{platform}", "{instances}", "{rep}"),
+            "constraints": {
+                "variant": "processing|null-processing",
+                "platform": "openfaas|nuclio-cpp|baseline",
+                "instances": r"[0-9]+",
+            },
+            "system_nodes": lambda wc: 0 if wc.platform == "baseline" else int(wc.instances),
+            "inputs": {"images": SL_IMAGES_DIR},
+            "args": "--workload image --variant {wildcards.variant} --platform {wildcards.platform}"
+            " --instances {wildcards.instances} --rep {wildcards.rep} --images {input.images}",
+        }
+    ]
+    + [
+        {
+            "name": f"serverless_bytes_run_{p.replace('-', '_')}",
+            "output": sl_bytes_outputs(p),
+            "log": f"results/serverless/log/run/bytes/variant~{{variant}}/platform~{p}"
+            "/instances~{instances}/rep~{rep}.log",
+            "benchmark": sl_bench_bytes("{variant}", p, "{instances}", "{rep}"),
+            "constraints": {"variant": "parallel|single", "instances": r"[0-9]+"},
+            "system_nodes": lambda wc: int(wc.instances),
+            "inputs": {},
+            "args": "--workload bytes --variant {wildcards.variant} --platform " + p
+            + " --instances {wildcards.instances} --rep {wildcards.rep}",
+        }
+        for p in PLATFORMS_BYTES
+    ]
+    + [
+        {
+            "name": f"serverless_limit_run_{v}",
+            "output": sl_layout.limit_outputs(SL, v, "{rep}"),
+            "log": f"results/serverless/log/run/limit/variant~{v}/rep~{{rep}}.log",
+            "benchmark": sl_bench_limit(v, "{rep}"),
+            "constraints": {},
+            "system_nodes": 1,
+            "inputs": {},
+            "args": f"--workload limit --variant {v}" + " --rep {wildcards.rep}",
+        }
+        for v in ("echo", "iperf3")
+    ]
+)
+
+for _sl_r in SL_RUN_RULES:
 
     rule:
         name:
-            f"serverless_bytes_run_{_sl_p.replace('-', '_')}"
+            _sl_r["name"]
         input:
             sl_system_inputs,
+            **_sl_r["inputs"],
             code=study_code("serverless", "run", "layout", "placement"),
         output:
-            sl_bytes_outputs(_sl_p),
+            _sl_r["output"],
         log:
-            f"results/serverless/log/run/bytes/variant~{{variant}}/platform~{_sl_p}/instances~{{instances}}/rep~{{rep}}.log",
+            _sl_r["log"],
         benchmark:
-            sl_bench_bytes("{variant}", _sl_p, "{instances}", "{rep}")
+            _sl_r["benchmark"]
         wildcard_constraints:
-            variant="parallel|single",
-            instances=r"[0-9]+",
+            **_sl_r["constraints"],
             rep=r"[0-9]+",
         resources:
-            **sl_run_resources(lambda wc: int(wc.instances)),
+            **sl_run_resources(_sl_r["system_nodes"]),
         params:
             exec=sl_exec(),
             cfg=lambda wc: study_json("serverless"),
-            platform=_sl_p,
+            args=_sl_args(_sl_r["args"]),
         shell:
-            "{params.exec} python3 -m studies.serverless.run --config {params.cfg} --workload bytes"
-            " --variant {wildcards.variant} --platform {params.platform} --instances {wildcards.instances}"
-            " --rep {wildcards.rep} > {log} 2>&1"
-
-
-# The limits, in the same run: the director's ceiling against a bare echo server (every ceiling
-# size), and iperf3 over the same path.
-for _sl_v in ("echo", "iperf3"):
-
-    rule:
-        name:
-            f"serverless_limit_run_{_sl_v}"
-        input:
-            sl_system_inputs,
-            code=study_code("serverless", "run", "layout", "placement"),
-        output:
-            sl_layout.limit_outputs(SL, _sl_v, "{rep}"),
-        log:
-            f"results/serverless/log/run/limit/variant~{_sl_v}/rep~{{rep}}.log",
-        benchmark:
-            sl_bench_limit(_sl_v, "{rep}")
-        wildcard_constraints:
-            rep=r"[0-9]+",
-        resources:
-            **sl_run_resources(1),
-        params:
-            exec=sl_exec(),
-            cfg=lambda wc: study_json("serverless"),
-            variant=_sl_v,
-        shell:
-            "{params.exec} python3 -m studies.serverless.run --config {params.cfg} --workload limit"
-            " --variant {params.variant} --rep {wildcards.rep} > {log} 2>&1"
+            "{params.exec} python3 -m studies.serverless.run --config {params.cfg} {params.args} > {log} 2>&1"
 
 
 rule serverless_aggregate:
@@ -191,82 +192,80 @@ rule serverless_aggregate:
         " --summary {output.summary} --limits {output.limits} > {log} 2>&1"
 
 
-rule serverless_table:
-    """Tables 1-3 (tables/{name}.csv), the published values beside."""
-    input:
-        analysis_image_input(),
-        code=f"{SL_DIR}/{{name}}.py",
-        lib=study_code("serverless", "analysis", "layout"),
-        measurements=SL_OUT["measurements"],
-        published=SL_PUBLISHED,
-    output:
-        "results/serverless/tables/{name}.csv",
-    log:
-        "results/serverless/log/{name}.log",
-    benchmark:
-        bench_log("serverless", "serverless_{name}")
-    wildcard_constraints:
-        name="table1|table2|table3",
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("serverless"),
-    shell:
-        "python3 -m studies.serverless.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-        " --published {input.published} --out {output} > {log} 2>&1"
+# Tables 1-3 (tables/{name}.csv, the published values beside), Figures 1-3 (figures/{name}.png and
+# the data each draws, tables/{name}.csv) and the claims: one shape, from the tidy table and the
+# published values only (params: the script and its output flags; see the run rules on loops).
+SL_ANALYSIS_RULES = [
+    {
+        "name": "serverless_table",
+        "code": {"code": f"{SL_DIR}/{{name}}.py", "lib": study_code("serverless", "analysis", "layout")},
+        "output": ["results/serverless/tables/{name}.csv"],
+        "named_output": {},
+        "log": "results/serverless/log/{name}.log",
+        "benchmark": bench_log("serverless", "serverless_{name}"),
+        "constraints": {"name": "|".join(SL_TABLES)},
+        "params": {"script": lambda wc: wc.name, "out": lambda wc, output: f"--out {output}"},
+    },
+    {
+        "name": "serverless_figure",
+        "code": {
+            "code": f"{SL_DIR}/{{name}}.py",
+            "lib": study_code("serverless", "analysis", "layout", "plots"),
+        },
+        "output": [],
+        "named_output": {
+            "table": "results/serverless/tables/{name}.csv",
+            "figure": "results/serverless/figures/{name}.png",
+        },
+        "log": "results/serverless/log/{name}.log",
+        "benchmark": bench_log("serverless", "serverless_{name}"),
+        "constraints": {"name": "|".join(SL_FIGURES)},
+        "params": {
+            "script": lambda wc: wc.name,
+            "out": lambda wc, output: f"--table {output.table} --out {output.figure}",
+        },
+    },
+    {
+        "name": "serverless_claims",
+        "code": {"code": study_code("serverless", "claims", "analysis", "layout")},
+        "output": [SL_OUT["claims"]],
+        "named_output": {},
+        "log": "results/serverless/log/claims.log",
+        "benchmark": bench_log("serverless", "serverless_claims"),
+        "constraints": {},
+        "params": {"script": "claims", "out": lambda wc, output: f"--out {output}"},
+    },
+]
 
+for _sl_a in SL_ANALYSIS_RULES:
 
-rule serverless_figure:
-    """Figures 1-3 (figures/{name}.png) and the data each draws (tables/{name}.csv)."""
-    input:
-        analysis_image_input(),
-        code=f"{SL_DIR}/{{name}}.py",
-        lib=study_code("serverless", "analysis", "layout", "plots"),
-        measurements=SL_OUT["measurements"],
-        published=SL_PUBLISHED,
-    output:
-        table="results/serverless/tables/{name}.csv",
-        figure="results/serverless/figures/{name}.png",
-    log:
-        "results/serverless/log/{name}.log",
-    benchmark:
-        bench_log("serverless", "serverless_{name}")
-    wildcard_constraints:
-        name="figure1|figure2|figure3",
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("serverless"),
-    shell:
-        "python3 -m studies.serverless.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-        " --published {input.published} --table {output.table} --out {output.figure} > {log} 2>&1"
-
-
-rule serverless_claims:
-    input:
-        analysis_image_input(),
-        code=study_code("serverless", "claims", "analysis", "layout"),
-        measurements=SL_OUT["measurements"],
-        published=SL_PUBLISHED,
-    output:
-        SL_OUT["claims"],
-    log:
-        "results/serverless/log/claims.log",
-    benchmark:
-        bench_log("serverless", "serverless_claims")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("serverless"),
-    shell:
-        "python3 -m studies.serverless.claims --config {params.cfg} --measurements {input.measurements}"
-        " --published {input.published} --out {output} > {log} 2>&1"
+    rule:
+        name:
+            _sl_a["name"]
+        input:
+            analysis_image_input(),
+            **_sl_a["code"],
+            measurements=SL_OUT["measurements"],
+            published=SL_PUBLISHED,
+        output:
+            *_sl_a["output"],
+            **_sl_a["named_output"],
+        log:
+            _sl_a["log"],
+        benchmark:
+            _sl_a["benchmark"]
+        wildcard_constraints:
+            **_sl_a["constraints"],
+        container:
+            ANALYSIS_IMAGE
+        resources:
+            **analysis_resources(),
+        params:
+            cfg=lambda wc: study_json("serverless"),
+            **_sl_a["params"],
+        shell:
+            "python3 -m studies.serverless.{params.script} --config {params.cfg} --measurements {input.measurements}"
+            " --published {input.published} {params.out} > {log} 2>&1"
 
 
 rule serverless_kick:
