@@ -248,120 +248,141 @@ def run_mdtest(cfg: dict, directory: Path, tasks: int, outdir: Path, alloc) -> t
 # ---------------------------------------------------------------------------------------------
 # jobs
 # ---------------------------------------------------------------------------------------------
-def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, alloc=None) -> int:
-    confs = layout.configurations(cfg, stack, benchmark)
-    kind = layout.system_kind(cfg, stack, benchmark)
-    why_not = layout.lustre_not_run(cfg, launcher) if stack == "lustre-minio" else None
-    if why_not:
-        say(f"{stack}: not run: {why_not}")
-        return 2
-    alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
-    pl = placement.plan(alloc)
-    work = Path(cfg["paths"]["work_dir"])
-    tag = f"{stack}-{benchmark}-rep{rep}-{os.getpid()}"
-    # what every node reads (conf, keys, PID files, logs, placement records) must be shared on a cluster
-    state = (Path(cfg["paths"]["shared_dir"]) if pl.multi_host else work).resolve() / tag
-    local = work.resolve() / f"{tag}-local"
-    needs_daemons = not (stack == "lustre-minio" and benchmark == "mdtest")
-    versions = {"cosbench": cosbench_tool_check(cfg)} if benchmark == "cosbench" else {}
-    if benchmark == "mdtest":
-        mdtest_tool(cfg)  # fails before the stack comes up when the tool is missing
-    params_of = {c["size"] + str(c["workers"]): c for c in confs}
-    raws = {k: layout.raw_path(stack, benchmark, c["size"], c["workers"], rep) for k, c in params_of.items()}
-    say(f"placement: {pl.why}")
+class StackJob:
+    """One job: a stack x benchmark x repeat, every configuration (size, workers) of it against one
+    stack that comes up once and goes down at the end. Its steps, in order: `up`, `mdtest_base`
+    (mdtest only), `run_all` (`run_one` per configuration), `down` (also after a failure)."""
 
-    def record(c):
-        return rawio.new_record(layout.STUDY, benchmark, {"stack": stack, "benchmark": benchmark, "size": c["size"],
-                                                          "workers": c["workers"], "nodes": cfg["nodes"][0]},
-                                rep, kind, versions)
+    def __init__(self, cfg: dict, stack: str, benchmark: str, rep: int, confs: list, kind: str, alloc):
+        self.cfg, self.stack, self.benchmark, self.rep, self.kind, self.alloc = cfg, stack, benchmark, rep, kind, alloc
+        self.pl = pl = placement.plan(alloc)
+        self.work = work = Path(cfg["paths"]["work_dir"])
+        tag = f"{stack}-{benchmark}-rep{rep}-{os.getpid()}"
+        # what every node reads (conf, keys, PID files, logs, placement records) must be shared on a cluster
+        self.state = (Path(cfg["paths"]["shared_dir"]) if pl.multi_host else work).resolve() / tag
+        self.local = work.resolve() / f"{tag}-local"
+        self.needs_daemons = not (stack == "lustre-minio" and benchmark == "mdtest")
+        self.versions = {"cosbench": cosbench_tool_check(cfg)} if benchmark == "cosbench" else {}
+        if benchmark == "mdtest":
+            mdtest_tool(cfg)  # fails before the stack comes up when the tool is missing
+        self.params_of = {c["size"] + str(c["workers"]): c for c in confs}
+        self.raws = {k: layout.raw_path(stack, benchmark, c["size"], c["workers"], rep)
+                     for k, c in self.params_of.items()}
+        self.info: dict = {}
+        self.base: Path | None = None  # the directory mdtest works in
+        say(f"placement: {pl.why}")
 
-    def placement_of(tasks_at=None) -> dict:
-        endpoint = (info.get("endpoints") or {}).get("s3", "") if benchmark == "cosbench" else ""
+    def record(self, c: dict) -> dict:
+        return rawio.new_record(layout.STUDY, self.benchmark,
+                                {"stack": self.stack, "benchmark": self.benchmark, "size": c["size"],
+                                 "workers": c["workers"], "nodes": self.cfg["nodes"][0]},
+                                self.rep, self.kind, self.versions)
+
+    def placement_of(self, tasks_at=None) -> dict:
+        endpoint = (self.info.get("endpoints") or {}).get("s3", "") if self.benchmark == "cosbench" else ""
         host = endpoint.split("//")[-1].split(":")[0] if endpoint else None
         driver = placement.driver_side(host)
-        daemons = info.get("placement") or {}
-        return {"allocation": alloc.as_dict(), "plan": pl.as_dict(), "driver": driver, "daemons": daemons,
+        daemons = self.info.get("placement") or {}
+        return {"allocation": self.alloc.as_dict(), "plan": self.pl.as_dict(), "driver": driver, "daemons": daemons,
                 **({"mdtest_tasks": tasks_at} if tasks_at is not None else {}),
-                "checks": placement.checks(alloc, pl, driver, daemons, tasks_at)}
+                "checks": placement.checks(self.alloc, self.pl, driver, daemons, tasks_at)}
 
-    def fail_all(keys, why):
+    def fail_all(self, keys, why: str) -> None:
         for k in keys:
-            rec = record(params_of[k])
-            rec["extra"] = {"state": str(state), "placement": {"allocation": alloc.as_dict(), "plan": pl.as_dict()}}
-            rawio.write_failure(raws[k], rec, why)
-            say(f"FAILED {raws[k]}: {why.splitlines()[0] if why else ''}")
+            rec = self.record(self.params_of[k])
+            rec["extra"] = {"state": str(self.state),
+                            "placement": {"allocation": self.alloc.as_dict(), "plan": self.pl.as_dict()}}
+            rawio.write_failure(self.raws[k], rec, why)
+            say(f"FAILED {self.raws[k]}: {why.splitlines()[0] if why else ''}")
 
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGINT, _terminate)
-    info: dict = {}
-    failed = 0
-    todo = list(params_of)
-    try:
-        if needs_daemons:
-            state.mkdir(parents=True, exist_ok=True)
-            local.mkdir(parents=True, exist_ok=True)
-            args = stack_args(cfg, stack, state, local, pl)
-            say(f"{stack}: up ({' '.join(args)})")
-            t0 = time.monotonic()
-            r = subprocess.run(stack_cmd(stack, "up", state, *args), capture_output=True, text=True, timeout=900)
-            if r.returncode != 0:
-                fail_all(todo, f"{stack} did not come up (stack.py up exit {r.returncode}):\n{r.stderr[-4000:]}")
-                return 1
-            info = json.loads((state / "stack.json").read_text())
-            if stack == "lustre-minio":  # what MinIO's drive really is (Lustre or not), from the mount table
-                kind = info.get("system_kind") or kind
-            versions.update({f"{stack}:{k}": v for k, v in info.get("versions", {}).items()})
-            say(f"{stack}: up in {time.monotonic() - t0:.1f} s, {info.get('system_kind')}")
-        if benchmark == "mdtest":
-            if stack == "lustre-minio":
-                base = Path(cfg["paths"]["lustre_dir"] or work / "lustre-standin-fs")
-                base.mkdir(parents=True, exist_ok=True)
-                from systems.storage_common.where import mount_of
+    def up(self) -> bool:
+        """The stack up through its stack.py; False (every configuration recorded failed) if it did not come up."""
+        stack = self.stack
+        self.state.mkdir(parents=True, exist_ok=True)
+        self.local.mkdir(parents=True, exist_ok=True)
+        args = stack_args(self.cfg, stack, self.state, self.local, self.pl)
+        say(f"{stack}: up ({' '.join(args)})")
+        t0 = time.monotonic()
+        r = subprocess.run(stack_cmd(stack, "up", self.state, *args), capture_output=True, text=True, timeout=900)
+        if r.returncode != 0:
+            self.fail_all(list(self.params_of),
+                          f"{stack} did not come up (stack.py up exit {r.returncode}):\n{r.stderr[-4000:]}")
+            return False
+        self.info = info = json.loads((self.state / "stack.json").read_text())
+        if stack == "lustre-minio":  # what MinIO's drive really is (Lustre or not), from the mount table
+            self.kind = info.get("system_kind") or self.kind
+        self.versions.update({f"{stack}:{k}": v for k, v in info.get("versions", {}).items()})
+        say(f"{stack}: up in {time.monotonic() - t0:.1f} s, {info.get('system_kind')}")
+        return True
 
-                if mount_of(str(base))["fs_type"] != "lustre":  # a named directory that is not on Lustre
-                    kind = layout.STAND_IN_LUSTRE_DIR
-            else:
-                base = Path(info["endpoints"]["mount"])
-            versions["mdtest"] = mdtest_tool(cfg)[1]
+    def mdtest_base(self) -> None:
+        """Where mdtest works: the stack's mount, or (lustre-minio) the Lustre directory or its stand-in."""
+        if self.stack == "lustre-minio":
+            base = Path(self.cfg["paths"]["lustre_dir"] or self.work / "lustre-standin-fs")
+            base.mkdir(parents=True, exist_ok=True)
+            from systems.storage_common.where import mount_of
+
+            if mount_of(str(base))["fs_type"] != "lustre":  # a named directory that is not on Lustre
+                self.kind = layout.STAND_IN_LUSTRE_DIR
+        else:
+            base = Path(self.info["endpoints"]["mount"])
+        self.base = base
+        self.versions["mdtest"] = mdtest_tool(self.cfg)[1]
+
+    def run_all(self) -> int:
+        """Every configuration in turn; the number that failed."""
+        todo = list(self.params_of)
+        failed = 0
         for i, k in enumerate(list(todo), 1):
-            c = params_of[k]
-            raw = raws[k]
-            say(f"{stack} {benchmark} size={c['size']} workers={c['workers']} rep={rep} [{i}/{len(todo)}]")
-            rec = record(c)
-            try:
-                if benchmark == "cosbench":
-                    metrics, extra = run_cosbench(cfg, stack, info, c["size"], c["workers"],
-                                                  Path(layout.tool_dir(raw)))
-                else:
-                    metrics, extra = run_mdtest(cfg, base, c["workers"], Path(layout.tool_dir(raw)), alloc)
-                dead = stack_status(stack, state) if needs_daemons else None
-                if dead:
-                    raise RuntimeError(f"{stack} unhealthy after the run:\n{dead}")
-            except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
-                failed += 1
-                rec["extra"] = {"tool_output": layout.tool_dir(raw), "placement": placement_of()}
-                dead = stack_status(stack, state) if needs_daemons else None
-                why = f"{e}" + (f"\nstack status:\n{dead}" if dead else "")
-                rawio.write_failure(raw, rec, why)
-                say(f"FAILED {raw}: {str(e).splitlines()[0]}")
-                if dead:
-                    rest = [x for x in todo[i:]]
-                    fail_all(rest, f"{stack} died during an earlier configuration:\n{dead}")
-                    failed += len(rest)
-                    break
-                continue
-            rec["metrics"] = metrics
-            rec["sanity"] = {"exit": 0, "succ_ratio_1": True, "stack_healthy_after": True}
-            tasks_at = extra.pop("tasks_placement", None)
-            rec["extra"] = {**extra, "tool_output": layout.tool_dir(raw), "stack": {
-                k2: info.get(k2) for k2 in ("system_kind", "endpoints", "hosts", "up_seconds", "pool_size",
-                                            "pool_min_size", "pool_size_source", "public_network", "osds_per_host")
-                if k2 in info}, "placement": placement_of(tasks_at)}
-            rawio.write_json_atomic(raw, rawio.finish(rec))
-            rawio.clear_failure(raw)
-        return 1 if failed else 0
-    finally:
-        if needs_daemons and state.exists():
+            n_failed, stop = self.run_one(k, f"[{i}/{len(todo)}]", todo[i:])
+            failed += n_failed
+            if stop:
+                break
+        return failed
+
+    def run_one(self, k: str, progress: str, rest: list) -> tuple[int, bool]:
+        """One configuration, its raw file written (or its failure record): (failed count, stop). A
+        stack that died fails the configurations still to come (`rest`) and stops the job."""
+        stack, benchmark, needs_daemons = self.stack, self.benchmark, self.needs_daemons
+        c = self.params_of[k]
+        raw = self.raws[k]
+        say(f"{stack} {benchmark} size={c['size']} workers={c['workers']} rep={self.rep} {progress}")
+        rec = self.record(c)
+        try:
+            if benchmark == "cosbench":
+                metrics, extra = run_cosbench(self.cfg, stack, self.info, c["size"], c["workers"],
+                                              Path(layout.tool_dir(raw)))
+            else:
+                metrics, extra = run_mdtest(self.cfg, self.base, c["workers"], Path(layout.tool_dir(raw)), self.alloc)
+            dead = stack_status(stack, self.state) if needs_daemons else None
+            if dead:
+                raise RuntimeError(f"{stack} unhealthy after the run:\n{dead}")
+        except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
+            rec["extra"] = {"tool_output": layout.tool_dir(raw), "placement": self.placement_of()}
+            dead = stack_status(stack, self.state) if needs_daemons else None
+            why = f"{e}" + (f"\nstack status:\n{dead}" if dead else "")
+            rawio.write_failure(raw, rec, why)
+            say(f"FAILED {raw}: {str(e).splitlines()[0]}")
+            if dead:
+                self.fail_all(rest, f"{stack} died during an earlier configuration:\n{dead}")
+                return 1 + len(rest), True
+            return 1, False
+        info = self.info
+        rec["metrics"] = metrics
+        rec["sanity"] = {"exit": 0, "succ_ratio_1": True, "stack_healthy_after": True}
+        tasks_at = extra.pop("tasks_placement", None)
+        rec["extra"] = {**extra, "tool_output": layout.tool_dir(raw), "stack": {
+            k2: info.get(k2) for k2 in ("system_kind", "endpoints", "hosts", "up_seconds", "pool_size",
+                                        "pool_min_size", "pool_size_source", "public_network", "osds_per_host")
+            if k2 in info}, "placement": self.placement_of(tasks_at)}
+        rawio.write_json_atomic(raw, rawio.finish(rec))
+        rawio.clear_failure(raw)
+        return 0, False
+
+    def down(self) -> None:
+        """The stack down and its directories removed (also after a failure); the Lustre stand-in's S3 data."""
+        stack, state, local = self.stack, self.state, self.local
+        if self.needs_daemons and state.exists():
             say(f"{stack}: down")
             d = subprocess.run(stack_cmd(stack, "down", state), capture_output=True, text=True, timeout=300)
             if d.returncode != 0:
@@ -369,11 +390,33 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, al
             else:
                 shutil.rmtree(state, ignore_errors=True)
                 shutil.rmtree(local, ignore_errors=True)
-                for h in pl.hosts or []:  # the node-local data of the system nodes
-                    subprocess.run(pl.launcher.format(host=h).split() + ["rm", "-rf", str(local)],
+                for h in self.pl.hosts or []:  # the node-local data of the system nodes
+                    subprocess.run(self.pl.launcher.format(host=h).split() + ["rm", "-rf", str(local)],
                                    capture_output=True, text=True, timeout=300)
-        if stack == "lustre-minio" and not cfg["paths"].get("lustre_dir"):
-            shutil.rmtree(work / "lustre-standin-s3", ignore_errors=True)
+        if stack == "lustre-minio" and not self.cfg["paths"].get("lustre_dir"):
+            shutil.rmtree(self.work / "lustre-standin-s3", ignore_errors=True)
+
+
+def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, alloc=None) -> int:
+    """One stack x benchmark x repeat (a StackJob): 0 all ran, 1 some failed, 2 not run here (why said)."""
+    confs = layout.configurations(cfg, stack, benchmark)
+    kind = layout.system_kind(cfg, stack, benchmark)
+    why_not = layout.lustre_not_run(cfg, launcher) if stack == "lustre-minio" else None
+    if why_not:
+        say(f"{stack}: not run: {why_not}")
+        return 2
+    alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
+    job = StackJob(cfg, stack, benchmark, rep, confs, kind, alloc)
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+    try:
+        if job.needs_daemons and not job.up():
+            return 1
+        if benchmark == "mdtest":
+            job.mdtest_base()
+        return 1 if job.run_all() else 0
+    finally:
+        job.down()
 
 
 def fio_argv(cfg: dict, directory: Path, out: Path, prefix: list[str]) -> list[str]:
