@@ -118,30 +118,35 @@ def test_generated_workload_counts_are_exact(driver, memserver, tmp_path):
     assert memserver.stats()["buckets"] == 0
 
 
-PREPARE = """<?xml version="1.0" encoding="UTF-8" ?>
-<workload name="prep" description="prepare only">
-  <storage type="s3" config="{cfg}" />
-  <workflow>
-    <workstage name="init"><work type="init" workers="1" config="cprefix=integ;containers=r(1,1)" /></workstage>
-    <workstage name="prepare">
-      <work type="prepare" workers="2" config="cprefix=integ;containers=r(1,1);objects=r(1,10);sizes=c(20)KB" />
-    </workstage>
-  </workflow>
-</workload>
-"""
+def workload(name: str, description: str, *stages: str) -> str:
+    """A workload-config XML around its workstages; `{cfg}` (the storage config) is filled in later."""
+    return ('<?xml version="1.0" encoding="UTF-8" ?>\n'
+            f'<workload name="{name}" description="{description}">\n'
+            '  <storage type="s3" config="{cfg}" />\n'
+            "  <workflow>\n" + "".join(stages) + "  </workflow>\n</workload>\n")
 
-READ_ALL = """<?xml version="1.0" encoding="UTF-8" ?>
-<workload name="readall" description="read every object once">
-  <storage type="s3" config="{cfg}" />
-  <workflow>
+
+def init_stage(prefix: str) -> str:
+    return (f'    <workstage name="init"><work type="init" workers="1" config="cprefix={prefix};containers=r(1,1)" />'
+            "</workstage>\n")
+
+
+def prepare_stage(prefix: str, workers: int, objects: int, sizes: str) -> str:
+    return ('    <workstage name="prepare">\n'
+            f'      <work type="prepare" workers="{workers}" config="cprefix={prefix};containers=r(1,1);'
+            f'objects=r(1,{objects});sizes={sizes}" />\n'
+            "    </workstage>\n")
+
+
+PREPARE = workload("prep", "prepare only", init_stage("integ"), prepare_stage("integ", 2, 10, "c(20)KB"))
+
+READ_ALL = workload("readall", "read every object once", """\
     <workstage name="main">
       <work name="readall" workers="2" totalOps="10" division="object">
         <operation type="read" ratio="100" config="cprefix=integ;containers=c(1);objects=r(1,10)" />
       </work>
     </workstage>
-  </workflow>
-</workload>
-"""
+""")
 
 
 def test_corrupted_object_fails_the_run(driver, memserver, tmp_path):
@@ -262,14 +267,9 @@ def test_parse_reads_driver_output_and_old_cosbench_header(driver, tmp_path):
     assert {r["metric"] for r in parse.tidy(old)} >= {"op_count", "avg_res_time", "throughput"}
 
 
-LIST_AND_RAMPUP = """<?xml version="1.0" encoding="UTF-8" ?>
-<workload name="listramp" description="list requests, and a rampup excluded from the metrics">
-  <storage type="s3" config="{cfg}" />
-  <workflow>
-    <workstage name="init"><work type="init" workers="1" config="cprefix=lr;containers=r(1,1)" /></workstage>
-    <workstage name="prepare">
-      <work type="prepare" workers="1" config="cprefix=lr;containers=r(1,1);objects=r(1,12);sizes=c(100)B" />
-    </workstage>
+LIST_AND_RAMPUP = workload(
+    "listramp", "list requests, and a rampup excluded from the metrics",
+    init_stage("lr"), prepare_stage("lr", 1, 12, "c(100)B"), """\
     <workstage name="main">
       <work name="mix" workers="2" rampup="1" runtime="1" interval="1">
         <operation type="list" ratio="50" config="cprefix=lr;containers=c(1);objects=c(1)" />
@@ -280,9 +280,7 @@ LIST_AND_RAMPUP = """<?xml version="1.0" encoding="UTF-8" ?>
       <work type="cleanup" workers="1" config="cprefix=lr;containers=r(1,1);objects=r(1,12)" />
     </workstage>
     <workstage name="dispose"><work type="dispose" workers="1" config="cprefix=lr;containers=r(1,1)" /></workstage>
-  </workflow>
-</workload>
-"""
+""")
 
 
 def test_list_operation_and_rampup_window(driver, memserver, tmp_path):
