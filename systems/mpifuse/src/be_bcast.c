@@ -298,12 +298,8 @@ static void bcast_describe(mfs_t *m, char *buf, size_t len)
 
 static void bcast_conn_init(mfs_t *m, struct fuse_conn_info *conn)
 {
-	if (!m->o.zero_copy)
-		return;
-	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-		conn->want |= FUSE_CAP_SPLICE_WRITE;
-	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
-		conn->want |= FUSE_CAP_SPLICE_MOVE;
+	if (m->o.zero_copy)
+		mfs_want_splice(conn);
 }
 
 static void bcast_create(mfs_t *m, struct fentry *e)

@@ -53,12 +53,8 @@ static int pass_check(mfs_t *m, const char *mode, char *err, size_t errlen)
 
 static void pass_conn_init(mfs_t *m, struct fuse_conn_info *conn)
 {
-	if (!m->o.splice)
-		return;
-	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-		conn->want |= FUSE_CAP_SPLICE_WRITE;
-	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
-		conn->want |= FUSE_CAP_SPLICE_MOVE;
+	if (m->o.splice)
+		mfs_want_splice(conn);
 }
 
 const struct mfs_backend mfs_backend_pass = {

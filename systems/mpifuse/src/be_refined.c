@@ -62,12 +62,8 @@ static void refined_describe(mfs_t *m, char *buf, size_t len)
 
 static void refined_conn_init(mfs_t *m, struct fuse_conn_info *conn)
 {
-	if (!m->fd_reads)
-		return;
-	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-		conn->want |= FUSE_CAP_SPLICE_WRITE;
-	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
-		conn->want |= FUSE_CAP_SPLICE_MOVE;
+	if (m->fd_reads)
+		mfs_want_splice(conn);
 }
 
 static void refined_create(mfs_t *m, struct fentry *e)

@@ -102,6 +102,15 @@ static int is_stats(const char *path)
 	return path && (!strcmp(path, STATS_PATH) || !strcmp(path, RESET_PATH));
 }
 
+/* a backend's conn_init: ask the kernel for spliced replies where it can */
+void mfs_want_splice(struct fuse_conn_info *conn)
+{
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
+		conn->want |= FUSE_CAP_SPLICE_MOVE;
+}
+
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	mfs_t *m = ctx_mfs();

@@ -179,7 +179,7 @@ struct mfs_backend {
 	int (*check_opts)(mfs_t *m, const char *mode, char *err, size_t errlen);
 	/* the backend's configuration as JSON members ("k":v,) for the stats */
 	void (*describe)(mfs_t *m, char *buf, size_t len);
-	void (*conn_init)(mfs_t *m, struct fuse_conn_info *conn);
+	void (*conn_init)(mfs_t *m, struct fuse_conn_info *conn); /* may call mfs_want_splice */
 	/* MPI thread, in the coordinator's order on every rank: set up (may be
 	 * collective) / tear down the collective part; free_priv with the last
 	 * reference */
@@ -291,6 +291,7 @@ struct mfs {
 /* proto.c: helpers */
 void mfs_fatal(mfs_t *m, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 void mfs_vlog(mfs_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mfs_want_splice(struct fuse_conn_info *conn); /* fs.c: SPLICE_WRITE|MOVE where capable */
 int mfs_wd_begin(mfs_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mfs_wd_end(mfs_t *m, int i);
 void *mfs_wd_thread(void *arg);

@@ -32,31 +32,42 @@ static void win_init(mfs_t *m, struct win_part *w, uint64_t load_at)
 		mfs_fatal(m, "out of memory");
 }
 
-void mfs_win_create(mfs_t *m, struct fentry *e, uint64_t len, uint64_t load_at)
+/* the collective that makes a rank's part an MPI window of len bytes (under
+ * the watchdog and the MPI lock): MPI_Win_allocate (allocate: w->base is
+ * set by MPI) or MPI_Win_create over base; then fatal errors, lock_all */
+static void win_expose(mfs_t *m, struct fentry *e, uint64_t len, void *base, int allocate)
 {
 	struct win_part *w = WIN(e);
-	win_init(m, w, load_at);
 	int wd = mfs_wd_begin(m, "window creation for %s (id %llu)", e->path, (unsigned long long)e->id);
 	MPI_Info info;
 	MLOCK(m);
 	MPI_Info_create(&info);
 	MPI_Info_set(info, "accumulate_ordering", "none");
-	if (m->o.mem_cap && len > m->o.mem_cap) {
-		int rc = mfs_mbuf_alloc(m, &w->wbuf, len);
-		if (rc)
-			mfs_fatal(m, "cannot allocate a file backed window of %llu bytes in %s: %s",
-				  (unsigned long long)len, m->o.spool, strerror(-rc));
-		w->base = w->wbuf.p;
-		MPI_Win_create(w->base, (MPI_Aint)len, 1, info, m->coll, &w->win);
-	} else {
+	if (allocate)
 		MPI_Win_allocate((MPI_Aint)len, 1, info, m->coll, &w->base, &w->win);
-	}
+	else
+		MPI_Win_create(base, (MPI_Aint)len, 1, info, m->coll, &w->win);
 	MPI_Info_free(&info);
 	MPI_Win_set_errhandler(w->win, MPI_ERRORS_ARE_FATAL);
 	MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win);
 	MUNLOCK(m);
 	mfs_wd_end(m, wd);
 	w->have_win = 1;
+}
+
+void mfs_win_create(mfs_t *m, struct fentry *e, uint64_t len, uint64_t load_at)
+{
+	struct win_part *w = WIN(e);
+	win_init(m, w, load_at);
+	int allocate = !(m->o.mem_cap && len > m->o.mem_cap);
+	if (!allocate) {
+		int rc = mfs_mbuf_alloc(m, &w->wbuf, len);
+		if (rc)
+			mfs_fatal(m, "cannot allocate a file backed window of %llu bytes in %s: %s",
+				  (unsigned long long)len, m->o.spool, strerror(-rc));
+		w->base = w->wbuf.p;
+	}
+	win_expose(m, e, len, allocate ? NULL : w->base, allocate);
 }
 
 /* map_source (osr-refined, ours): the window of this rank's own part is a
@@ -98,18 +109,7 @@ void mfs_win_create_map(mfs_t *m, struct fentry *e)
 			w->base = w->wbuf.p;
 		}
 	}
-	int wd = mfs_wd_begin(m, "window creation for %s (id %llu)", e->path, (unsigned long long)e->id);
-	MPI_Info info;
-	MLOCK(m);
-	MPI_Info_create(&info);
-	MPI_Info_set(info, "accumulate_ordering", "none");
-	MPI_Win_create(len ? w->base : NULL, (MPI_Aint)len, 1, info, m->coll, &w->win);
-	MPI_Info_free(&info);
-	MPI_Win_set_errhandler(w->win, MPI_ERRORS_ARE_FATAL);
-	MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win);
-	MUNLOCK(m);
-	mfs_wd_end(m, wd);
-	w->have_win = 1;
+	win_expose(m, e, len, len ? w->base : NULL, 0);
 }
 
 /* queue the load of this rank's part (called by the backend's create once

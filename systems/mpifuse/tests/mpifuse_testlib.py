@@ -10,6 +10,7 @@ import time
 
 import pytest
 from repro import procs
+from systems.kpassthrough.hostinfo import alive  # noqa: F401 -- the tests import it from here
 from repro.testing import file_sha256 as sha256_file  # noqa: F401 -- the tests import it from here
 
 
@@ -35,15 +36,6 @@ def mpi_env(tcp_only=False):
     """workflow/scripts/mpi-env.sh for one host: UCX over TCP only when tcp_only (as between
     separate nodes), else UCX may use shared memory."""
     return procs.mpi_env(shm=not tcp_only)
-
-
-def alive(pid):
-    """True if pid exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def read_bytes(path):

@@ -83,18 +83,26 @@ def test_meta_buffer_off_is_osr_without_the_buffer(fsjob, built, tmp_path):
     assert r.returncode != 0 and "meta_buffer=off is an osr option" in r.stdout + r.stderr
 
 
-def test_zero_copy_only_where_a_buffer_has_an_fd(fsjob, tmp_path):
-    """zero_copy (ours) exists for bcast only: the other modes refuse it at start-up, naming it; with
-    it, bcast hands out every byte by its buffer's fd"""
+def refused_elsewhere(tmp_path, modes, opt: str, why: str):
+    """Every mode in `modes` refuses `-o opt` at start-up, saying `why`; returns an empty source
+    directory (tmp_path/src) for the mode that takes the option."""
     import subprocess
 
     from mpifuse_testlib import BIN, mpi_env
     src = tmp_path / "src"
     src.mkdir()
-    for mode in ("osr", "osr-refined", "passthrough"):
-        r = subprocess.run(["mpirun", "-n", "1", BIN, "--mode", mode, "-o", "zero_copy=on", str(src),
+    for mode in modes:
+        r = subprocess.run(["mpirun", "-n", "1", BIN, "--mode", mode, "-o", opt, str(src),
                             str(tmp_path / "m{rank}")], env=mpi_env(), capture_output=True, text=True, timeout=60)
-        assert r.returncode != 0 and "zero_copy is a bcast option" in r.stdout + r.stderr, (mode, r.stderr)
+        assert r.returncode != 0 and why in r.stdout + r.stderr, (mode, r.stderr)
+    return src
+
+
+def test_zero_copy_only_where_a_buffer_has_an_fd(fsjob, tmp_path):
+    """zero_copy (ours) exists for bcast only: the other modes refuse it at start-up, naming it; with
+    it, bcast hands out every byte by its buffer's fd"""
+    src = refused_elsewhere(tmp_path, ("osr", "osr-refined", "passthrough"), "zero_copy=on",
+                            "zero_copy is a bcast option")
     # bcast: every byte read went out by fd (not through a copy), and the bytes are right
     (src / "z.bin").write_bytes(os.urandom(3 * MIB + 7))
     want = sha256_file(src / "z.bin")
@@ -114,16 +122,10 @@ def test_map_source_own_part_by_mapping_and_fd(fsjob, tmp_path):
     summed over ranks), the bytes are right on every rank, and with splice the reads of a rank's own
     part (and only those) go out by the source file's fd: at n=1 every byte, at n=2 at most the
     rank's half plus the requests straddling nothing else."""
-    import subprocess
     import time
 
-    from mpifuse_testlib import BIN, mpi_env
-    src = tmp_path / "src"
-    src.mkdir()
-    for mode in ("osr", "bcast", "passthrough"):
-        r = subprocess.run(["mpirun", "-n", "1", BIN, "--mode", mode, "-o", "map_source=on", str(src),
-                            str(tmp_path / "m{rank}")], env=mpi_env(), capture_output=True, text=True, timeout=60)
-        assert r.returncode != 0 and "map_source is an osr-refined option" in r.stdout + r.stderr, (mode, r.stderr)
+    src = refused_elsewhere(tmp_path, ("osr", "bcast", "passthrough"), "map_source=on",
+                            "map_source is an osr-refined option")
     size = 6 * MIB + 5
     (src / "z.bin").write_bytes(os.urandom(size))
     want = sha256_file(src / "z.bin")
