@@ -1,55 +1,21 @@
 """iperf3 over the same path the requests take (paper 003, Sec. 2.2: "The speed between the FD VM and
 a container ... was measured at around 700 MB/s using iPerf"): a runner that starts a one-shot
 ``iperf3 -s -1`` (locally, or uses a server already listening on the path, e.g. in a pod) and runs
-``iperf3 -c ... -J``, and a parser of the JSON report."""
+``iperf3 -c ... -J``; the report is parsed by tools/iperf3/parser.py (the tree's one iperf3 parser)."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import socket
 import math
+import shutil
 import subprocess
 import time
+
+from tools.common import ParseError, free_port
+from tools.iperf3.parser import parse_iperf3_report
 
 
 class IperfError(RuntimeError):
     pass
-
-
-def parse_iperf3_json(text: str) -> dict:
-    """Bandwidth from an ``iperf3 -J`` client report: the receiver's rate (what arrived)."""
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise IperfError(f"iperf3 output is not JSON: {exc}: {text[:200]!r}") from exc
-    if doc.get("error"):
-        raise IperfError(f"iperf3 reported an error: {doc['error']}")
-    try:
-        end = doc["end"]
-        recv, sent = end["sum_received"], end["sum_sent"]
-        start = doc["start"]
-    except (KeyError, TypeError) as exc:
-        raise IperfError(f"iperf3 report lacks {exc}: not a TCP client report") from exc
-    bps = float(recv["bits_per_second"])
-    return {
-        "tool": "iperf3",
-        "version": start.get("version"),
-        "protocol": start.get("test_start", {}).get("protocol"),
-        "seconds": float(recv["seconds"]),
-        "bytes_received": int(recv["bytes"]),
-        "bytes_sent": int(sent["bytes"]),
-        "bits_per_second": bps,
-        "mib_per_s": bps / 8 / 2**20,
-        "retransmits": sent.get("retransmits"),
-        "remote": (start.get("connected") or [{}])[0].get("remote_host"),
-    }
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def run_iperf3(host: str = "127.0.0.1", port: int | None = None, seconds: float = 2.0,
@@ -82,7 +48,10 @@ def run_iperf3(host: str = "127.0.0.1", port: int | None = None, seconds: float 
             time.sleep(0.1)
         if done.returncode != 0 and not done.stdout.strip().startswith("{"):
             raise IperfError(f"iperf3 client failed ({done.returncode}): {(done.stdout + done.stderr)[-400:]}")
-        return parse_iperf3_json(done.stdout), done.stdout
+        try:
+            return parse_iperf3_report(done.stdout), done.stdout
+        except ParseError as exc:
+            raise IperfError(str(exc)) from exc
     finally:
         if server is not None:
             try:

@@ -17,9 +17,9 @@ REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO))
 from tools.fdirector import director as fd  # noqa: E402
 from tools.fdirector import standin  # noqa: E402
-from tools.fdirector.iperf import IperfError, parse_iperf3_json, run_iperf3  # noqa: E402
+from tools.fdirector.iperf import IperfError, run_iperf3  # noqa: E402
+from tools.iperf3.parser import parse_iperf3_report  # noqa: E402
 
-FIXTURE = HERE.parent / "fixtures" / "iperf3-loopback.json"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -157,22 +157,12 @@ def test_cli_images_bytes_and_ceiling(tmp_path, images, echo):
     assert done.returncode == 1 and "want key=value" in done.stderr
 
 
-def test_iperf3_parser_on_the_captured_fixture():
-    parsed = parse_iperf3_json(FIXTURE.read_text())
-    raw = json.loads(FIXTURE.read_text())
-    assert parsed["bits_per_second"] == raw["end"]["sum_received"]["bits_per_second"]
-    assert parsed["mib_per_s"] == pytest.approx(parsed["bits_per_second"] / 8 / 2**20)
-    assert parsed["protocol"] == "TCP" and parsed["version"].startswith("iperf 3")
-    with pytest.raises(IperfError, match="reported an error"):
-        parse_iperf3_json(json.dumps({"start": {}, "end": {}, "error": "unable to connect to server"}))
-    with pytest.raises(IperfError, match="not JSON"):
-        parse_iperf3_json("iperf3: error")
-
-
 def test_iperf3_runner_over_loopback():
     parsed, text = run_iperf3(seconds=1)
     assert parsed["bytes_received"] > 0 and parsed["remote"] == "127.0.0.1"
-    assert parse_iperf3_json(text) == parsed
+    assert parse_iperf3_report(text) == parsed and parsed["local"] == "127.0.0.1"
+    with pytest.raises(IperfError, match="not JSON"):  # the parser's error, as the runner's
+        run_iperf3(seconds=1, iperf3="/bin/echo")
 
 
 def test_baseline_runs_the_function_directly(images):
