@@ -112,6 +112,88 @@ static void dirname_of(char *out, size_t cap, int iter, long i)
             cap, d);
 }
 
+/* The per-item phases: each item's path (a file or a directory of this task) and the calls on it. */
+static void create_file(const char *p)
+{
+    int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (fd < 0) fail("create", p);
+    for (long done = 0; done < wbytes;) {
+        ssize_t n = write(fd, wbuf + done, (size_t)(wbytes - done));
+        if (n <= 0) fail("write", p);
+        done += n;
+    }
+    if (close(fd)) fail("close", p);
+}
+
+static void stat_file(const char *p)
+{
+    struct stat st;
+    if (stat(p, &st)) fail("stat", p);
+    if (st.st_size != wbytes) {
+        errno = EIO;
+        fail("stat: wrong size of", p);
+    }
+}
+
+static void read_file(const char *p)
+{
+    int fd = open(p, O_RDONLY);
+    if (fd < 0) fail("open", p);
+    for (long done = 0; done < rbytes;) {
+        ssize_t n = read(fd, rbuf + done, (size_t)(rbytes - done));
+        if (n < 0) fail("read", p);
+        if (n == 0) break;
+        done += n;
+    }
+    if (close(fd)) fail("close", p);
+}
+
+static void remove_file(const char *p)
+{
+    if (unlink(p)) fail("unlink", p);
+}
+
+static void create_dir(const char *p)
+{
+    if (mkdir(p, 0755)) fail("mkdir", p);
+}
+
+static void stat_dir(const char *p)
+{
+    struct stat st;
+    if (stat(p, &st)) fail("stat", p);
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        fail("stat: not a directory:", p);
+    }
+}
+
+static void read_dir(const char *p)
+{
+    DIR *dp = opendir(p);
+    if (!dp) fail("opendir", p);
+    errno = 0;
+    while (readdir(dp)) {
+    }
+    if (errno) fail("readdir", p);
+    if (closedir(dp)) fail("closedir", p);
+}
+
+static void remove_dir(const char *p)
+{
+    if (rmdir(p)) fail("rmdir", p);
+}
+
+static const struct {
+    void (*path)(char *out, size_t cap, int iter, long i);
+    void (*call)(const char *p);
+} per_item[NPHASE] = {
+    [P_CREATE] = { filename, create_file },  [P_STAT] = { filename, stat_file },
+    [P_READ] = { filename, read_file },      [P_REMOVE] = { filename, remove_file },
+    [P_DCREATE] = { dirname_of, create_dir }, [P_DSTAT] = { dirname_of, stat_dir },
+    [P_DREAD] = { dirname_of, read_dir },    [P_DREMOVE] = { dirname_of, remove_dir },
+};
+
 static double phase(int which, int iter)
 {
     char p[MAXP];
@@ -132,79 +214,6 @@ static double phase(int which, int iter)
             if (mkdir(p, 0755) && errno != EEXIST) fail("mkdir", p);
         }
         break;
-    case P_CREATE:
-        for (long i = 0; i < items; i++) {
-            filename(p, sizeof p, iter, i);
-            int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-            if (fd < 0) fail("create", p);
-            for (long done = 0; done < wbytes;) {
-                ssize_t n = write(fd, wbuf + done, (size_t)(wbytes - done));
-                if (n <= 0) fail("write", p);
-                done += n;
-            }
-            if (close(fd)) fail("close", p);
-        }
-        break;
-    case P_STAT:
-        for (long i = 0; i < items; i++) {
-            struct stat st;
-            filename(p, sizeof p, iter, i);
-            if (stat(p, &st)) fail("stat", p);
-            if (st.st_size != wbytes) {
-                errno = EIO;
-                fail("stat: wrong size of", p);
-            }
-        }
-        break;
-    case P_READ:
-        for (long i = 0; i < items; i++) {
-            filename(p, sizeof p, iter, i);
-            int fd = open(p, O_RDONLY);
-            if (fd < 0) fail("open", p);
-            for (long done = 0; done < rbytes;) {
-                ssize_t n = read(fd, rbuf + done, (size_t)(rbytes - done));
-                if (n < 0) fail("read", p);
-                if (n == 0) break;
-                done += n;
-            }
-            if (close(fd)) fail("close", p);
-        }
-        break;
-    case P_REMOVE:
-        for (long i = 0; i < items; i++) {
-            filename(p, sizeof p, iter, i);
-            if (unlink(p)) fail("unlink", p);
-        }
-        break;
-    case P_DCREATE:
-        for (long i = 0; i < items; i++) {
-            dirname_of(p, sizeof p, iter, i);
-            if (mkdir(p, 0755)) fail("mkdir", p);
-        }
-        break;
-    case P_DSTAT:
-        for (long i = 0; i < items; i++) {
-            struct stat st;
-            dirname_of(p, sizeof p, iter, i);
-            if (stat(p, &st)) fail("stat", p);
-            if (!S_ISDIR(st.st_mode)) {
-                errno = ENOTDIR;
-                fail("stat: not a directory:", p);
-            }
-        }
-        break;
-    case P_DREAD:
-        for (long i = 0; i < items; i++) {
-            dirname_of(p, sizeof p, iter, i);
-            DIR *dp = opendir(p);
-            if (!dp) fail("opendir", p);
-            errno = 0;
-            while (readdir(dp)) {
-            }
-            if (errno) fail("readdir", p);
-            if (closedir(dp)) fail("closedir", p);
-        }
-        break;
     case P_DRENAME:
         /* each task renames its own directories in place (mdtest's "Directory rename"); the
            removal phase then removes them under their new names */
@@ -218,12 +227,6 @@ static double phase(int which, int iter)
         }
         renamed = 1;
         break;
-    case P_DREMOVE:
-        for (long i = 0; i < items; i++) {
-            dirname_of(p, sizeof p, iter, i);
-            if (rmdir(p)) fail("rmdir", p);
-        }
-        break;
     case P_TREE_REMOVE:
         if (unique || rank == 0) {
             taskdir(p, sizeof p, iter);
@@ -233,6 +236,12 @@ static double phase(int which, int iter)
         if (rank < path_count) {
             testdir(p, sizeof p, iter);
             if (rmdir(p) && errno != ENOENT) fail("rmdir", p);
+        }
+        break;
+    default: /* a per-item phase */
+        for (long i = 0; i < items; i++) {
+            per_item[which].path(p, sizeof p, iter, i);
+            per_item[which].call(p);
         }
         break;
     }
