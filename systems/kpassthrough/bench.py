@@ -40,6 +40,7 @@ MIB = 1 << 20
 DD_RE = re.compile(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s,", re.M)
 
 sys.path.insert(0, HERE)  # run as a script, or loaded from its file by the tests
+import hostinfo  # noqa: E402
 from hostinfo import cpu_s, mounted  # noqa: E402
 
 
@@ -55,15 +56,7 @@ def wait_mount(proc, mp, what, timeout=60, ready=None):
 
 
 def unmount(proc, mp):
-    if mounted(mp):
-        subprocess.run(["fusermount3", "-u", mp], check=False)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    if mounted(mp):
-        subprocess.run(["fusermount3", "-uz", mp], check=False)
+    hostinfo.unmount(proc, mp, grace=30)
 
 
 class KpMount:

@@ -1,12 +1,14 @@
 """What the host says about a FUSE server, read from /proc and the kernel release: is a path
 mounted, is a process alive, how much CPU it used, can the kernel pass reads through (FUSE
-passthrough, Linux >= 6.9). Standard library only: bench.py runs it as a plain script, the tests
-and the mpifuse speed benchmark (workflow/studies/mpifuse/kpt.py) import it."""
+passthrough, Linux >= 6.9); and the one way to unmount a server (unmount). Standard library only:
+bench.py runs it as a plain script, the tests and the mpifuse speed benchmark
+(workflow/studies/mpifuse/kpt.py) import it."""
 
 from __future__ import annotations
 
 import os
 import platform
+import subprocess
 
 
 def mounted(mp: str) -> bool:
@@ -42,3 +44,21 @@ def kernel_has_passthrough() -> bool:
         return (int(rel[0]), int(rel[1])) >= (6, 9)
     except (ValueError, IndexError):
         return False
+
+
+def unmount(proc, mp: str, grace: float = 15, **run) -> bool:
+    """fusermount3 -u, then wait up to `grace` s for the server process to exit by itself (True);
+    else SIGKILL it (False). A mount still there afterwards is unmounted lazily (-uz). `run`: more
+    arguments of subprocess.run for fusermount3 (capture_output=True to keep its messages)."""
+    if mounted(mp):
+        subprocess.run(["fusermount3", "-u", mp], check=False, **run)
+    try:
+        proc.wait(timeout=grace)
+        exited = True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        exited = False
+    if mounted(mp):
+        subprocess.run(["fusermount3", "-uz", mp], check=False, **run)
+    return exited

@@ -19,7 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from systems.kpassthrough.hostinfo import cpu_s, mounted  # noqa: F401 -- speed.py reads kpt.cpu_s
+from systems.kpassthrough.hostinfo import cpu_s, mounted, unmount  # noqa: F401 -- speed.py reads kpt.cpu_s
 
 REPO = Path(__file__).resolve().parents[3]
 BIN_DEFAULT = REPO / "systems" / "kpassthrough" / "build" / "kpassthrough"
@@ -96,15 +96,7 @@ class KMount:
 
     def stop(self) -> int | None:
         """fusermount3 -u, then the server exits by itself (SIGKILL after 15 s, lazy unmount)."""
-        if mounted(self.mnt):
-            subprocess.run(["fusermount3", "-u", self.mnt], check=False, capture_output=True)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        if mounted(self.mnt):
-            subprocess.run(["fusermount3", "-uz", self.mnt], check=False, capture_output=True)
+        unmount(self.proc, self.mnt, grace=15, capture_output=True)
         try:
             self._log.close()
         except ValueError:
