@@ -31,8 +31,12 @@ def run_iperf3(host: str = "127.0.0.1", port: int | None = None, seconds: float 
     server = None
     try:
         if start_server:
-            server = subprocess.Popen([*server_prefix, exe, "-s", "-1", "-B", host, "-p", str(port)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            argv = [exe, "-s", "-1", "-B", host, "-p", str(port)]
+            if server_prefix:  # the server says where it runs (its node and hostname) first
+                argv = [*server_prefix, "sh", "-c", 'echo "NODE ${SLURMD_NODENAME:-$(hostname)} $(hostname)"; '
+                        'exec "$0" "$@"', *argv]
+            server = subprocess.Popen(argv, stdout=subprocess.PIPE if server_prefix else subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, text=True)
         deadline = time.monotonic() + (90 if server_prefix else 10)
         while True:  # the server may need a moment to listen; a probe would use up its one test
             # iperf3 -t takes whole seconds and 0 means "for ever": at least 1, and a hard bound
@@ -49,13 +53,30 @@ def run_iperf3(host: str = "127.0.0.1", port: int | None = None, seconds: float 
         if done.returncode != 0 and not done.stdout.strip().startswith("{"):
             raise IperfError(f"iperf3 client failed ({done.returncode}): {(done.stdout + done.stderr)[-400:]}")
         try:
-            return parse_iperf3_report(done.stdout), done.stdout
+            parsed = parse_iperf3_report(done.stdout)
         except ParseError as exc:
             raise IperfError(str(exc)) from exc
+        if server is not None and server_prefix:
+            parsed.update(_server_where(server))
+        return parsed, done.stdout
     finally:
-        if server is not None:
+        if server is not None and server.poll() is None:
             try:
-                server.wait(timeout=5)
+                server.wait(timeout=30 if server_prefix else 5)
             except subprocess.TimeoutExpired:
                 server.terminate()
                 server.wait()
+
+
+def _server_where(server: subprocess.Popen) -> dict:
+    """The NODE line of a server started through a prefix (another node): where it measured it ran."""
+    try:
+        out, _ = server.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.terminate()
+        out, _ = server.communicate()
+    for line in (out or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0] == "NODE":
+            return {"server_node": parts[1], "server_hostname": parts[2]}
+    return {"server_node": None, "server_hostname": None}

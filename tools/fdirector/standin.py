@@ -190,13 +190,18 @@ class EchoServer(_Managed):
                           180 if self.launch else 15) + "/"
         return self
 
-    def where(self) -> dict:
-        """Where the echo server measured it runs (its NODE line in its log) and its address."""
-        for line in (self.state_dir / "echo.log").read_text(errors="replace").splitlines():
-            if line.startswith("NODE "):
+    def where(self, timeout: float = 20) -> dict:
+        """Where the echo server measured it runs (its NODE line in its log, which may reach the log
+        after the endpoint file when it runs on another node) and its address."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in (self.state_dir / "echo.log").read_text(errors="replace").splitlines():
                 parts = line.split()
-                return {"node": parts[1], "hostname": parts[2], "listen": self.url}
-        return {"node": None, "hostname": None, "listen": self.url}
+                if len(parts) >= 3 and parts[0] == "NODE":
+                    return {"node": parts[1], "hostname": parts[2], "listen": self.url}
+            if time.monotonic() > deadline:
+                return {"node": None, "hostname": None, "listen": self.url}
+            time.sleep(0.1)
 
     def _end(self) -> None:
         self.proc.terminate()  # srun forwards it to the step

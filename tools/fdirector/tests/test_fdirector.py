@@ -261,3 +261,11 @@ def test_image_workload_changes_a_pixel_of_every_image_per_run(tmp_path):
     for i in range(3):
         assert plain.payloads[i] != a.payloads[i] != b.payloads[i]
     assert fd.image_workload(paths, change_pixel="rep0").payloads == a.payloads, "seeded: a rerun sends the same"
+
+
+def test_iperf3_server_through_a_prefix_says_where_it_ran():
+    """A server started through a prefix (an srun step on another node on a cluster; here `env`)
+    reports its node and hostname, which the parsed result carries."""
+    parsed, _text = run_iperf3(seconds=1, server_prefix=["env", "SLURMD_NODENAME=fakenode"])
+    assert parsed["server_node"] == "fakenode" and parsed["server_hostname"]
+    assert parsed["bytes_received"] > 0

@@ -300,8 +300,9 @@ def run_limit(cfg: dict, variant: str, rep: int) -> int:
             return 1
         rec["metrics"] = [rawio.metric("throughput", parsed["mib_per_s"], "MiB/s")]
         rec["extra"].update({k: v for k, v in parsed.items() if k != "raw"})
-        server = {"node": pl["platform_node"] if local_server else None, "listen": host,
-                  "note": "iperf3 -s started in a step on this node" if local_server else "limit.iperf_host"}
+        server = {"node": parsed.get("server_node", pl["platform_node"] if local_server else None),
+                  "hostname": parsed.get("server_hostname"), "listen": host,
+                  "note": "iperf3 -s started on this node" if local_server else "limit.iperf_host"}
         _ok(raw, rec, None, place.measured(_ALLOC[0], f"tcp://{host}/", server))
         _progress(f"{raw}: iperf3 {parsed['mib_per_s']:.1f} MiB/s")
         return 0
