@@ -321,6 +321,24 @@ int fetch_stripe(mc_ctx *c, const memfs_rec *rec, int pref, uint64_t n,
 /* ============================================================ write path */
 enum { W_FREE, W_FILLING, W_INFLIGHT };
 
+/* The head both open-file handles start with (hbase in io.h is its first field: memfs.c tells
+ * them apart by kind), and its initialisation (path copied, record copied). */
+#define HANDLE_HEAD                                                                           \
+    int             kind;                                                                     \
+    pthread_mutex_t mu;                                                                       \
+    pthread_cond_t  cv;                                                                       \
+    char           *path;                                                                     \
+    memfs_rec       rec;                                                                      \
+    ofile          *of;
+#define HANDLE_INIT(h, k, p, r)                                                               \
+    do {                                                                                      \
+        (h)->kind = (k);                                                                      \
+        pthread_mutex_init(&(h)->mu, NULL);                                                   \
+        pthread_cond_init(&(h)->cv, NULL);                                                    \
+        (h)->path = strdup(p);                                                                \
+        (h)->rec = *(r);                                                                      \
+    } while (0)
+
 typedef struct {
     char    *buf;
     size_t   len;
@@ -332,12 +350,7 @@ typedef struct {
 } wslot;
 
 struct whandle {
-    int             kind;
-    pthread_mutex_t mu;
-    pthread_cond_t  cv;
-    char           *path;
-    memfs_rec       rec;
-    ofile          *of;
+    HANDLE_HEAD
     int             srv;            /* locality: the server holding all stripes */
     uint64_t        size;           /* bytes accepted so far                     */
     uint64_t        published_size;
@@ -401,11 +414,7 @@ static void wsubmit(whandle *h, wslot *s, int keep)
 whandle *whandle_new(const char *path, const memfs_rec *rec)
 {
     whandle *h = calloc(1, sizeof *h);
-    h->kind = H_WRITE;
-    pthread_mutex_init(&h->mu, NULL);
-    pthread_cond_init(&h->cv, NULL);
-    h->path = strdup(path);
-    h->rec = *rec;
+    HANDLE_INIT(h, H_WRITE, path, rec);
     h->srv = rec->nown ? rec->own[0] : -1;
     h->nslots = (int)(C.buffer_size / rec->ss);
     if (h->nslots < 2) h->nslots = 2;
@@ -717,12 +726,7 @@ typedef struct {
 } rslot;
 
 struct rhandle {
-    int             kind;
-    pthread_mutex_t mu;
-    pthread_cond_t  cv;
-    char           *path;
-    memfs_rec       rec;
-    ofile          *of;
+    HANDLE_HEAD
     int             pref;      /* preferred owner (locality placement) */
     int             nslots;
     rslot          *slots;
@@ -789,11 +793,7 @@ static void rjob_fn(job *j, mc_ctx *c)
 rhandle *rhandle_new(const char *path, const memfs_rec *rec, int pref)
 {
     rhandle *h = calloc(1, sizeof *h);
-    h->kind = H_READ;
-    pthread_mutex_init(&h->mu, NULL);
-    pthread_cond_init(&h->cv, NULL);
-    h->path = strdup(path);
-    h->rec = *rec;
+    HANDLE_INIT(h, H_READ, path, rec);
     h->pref = pref;
     h->nstripes = rec_nstripes(rec);
     h->nslots = (int)(C.buffer_size / rec->ss);

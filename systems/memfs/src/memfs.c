@@ -298,6 +298,20 @@ static int m_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t 
     return 0;
 }
 
+/* A new metadata record: zeroed, its type and mode, the calling process's owner, mtime now. */
+static void rec_new(memfs_rec *r, char type, mode_t mode)
+{
+    struct fuse_context *fc = fuse_get_context();
+    struct timespec ts = now_rt();
+    memset(r, 0, sizeof *r);
+    r->type = type;
+    r->mode = mode;
+    r->uid = fc->uid;
+    r->gid = fc->gid;
+    r->mt_sec = ts.tv_sec;
+    r->mt_nsec = ts.tv_nsec;
+}
+
 static int m_mkdir(const char *path, mode_t mode)
 {
     ST_INC(meta_ops_mkdir);
@@ -306,16 +320,8 @@ static int m_mkdir(const char *path, mode_t mode)
     const char *name;
     if (path_split(path, parent, sizeof parent, &name)) return -EINVAL;
     mc_ctx *c = tls_ctx();
-    struct fuse_context *fc = fuse_get_context();
-    struct timespec ts = now_rt();
     memfs_rec r;
-    memset(&r, 0, sizeof r);
-    r.type = 'd';
-    r.mode = S_IFDIR | (mode & 07777);
-    r.uid = fc->uid;
-    r.gid = fc->gid;
-    r.mt_sec = ts.tv_sec;
-    r.mt_nsec = ts.tv_nsec;
+    rec_new(&r, 'd', S_IFDIR | (mode & 07777));
     char mkey[MEMFS_KEY_MAX + 1], dkey[MEMFS_KEY_MAX + 1], buf[MEMFS_REC_MAX];
     size_t mkl = key_meta(mkey, sizeof mkey, path), dkl = key_dir(dkey, sizeof dkey, path);
     int l = rec_format(&r, buf, sizeof buf);
@@ -397,20 +403,12 @@ static int m_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     const char *name;
     if (path_split(path, parent, sizeof parent, &name)) return -EINVAL;
     mc_ctx *c = tls_ctx();
-    struct fuse_context *fc = fuse_get_context();
-    struct timespec ts = now_rt();
     memfs_rec r;
-    memset(&r, 0, sizeof r);
-    r.type = 'f';
+    rec_new(&r, 'f', S_IFREG | (mode & 07777));
     r.state = 'w';
     r.size = 0;
     r.ss = C.stripe_size;
     r.gen = random_u64();
-    r.mode = S_IFREG | (mode & 07777);
-    r.uid = fc->uid;
-    r.gid = fc->gid;
-    r.mt_sec = ts.tv_sec;
-    r.mt_nsec = ts.tv_nsec;
     r.place = C.policy;
     if (C.policy == PLACE_LOCALITY) {
         r.nown = 1;
