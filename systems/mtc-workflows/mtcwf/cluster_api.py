@@ -75,7 +75,10 @@ class Adapter:
             return os.path.getsize(d)
         if not self.shared_tmp:
             raise RuntimeError(f"copy {rel}: node directories are not visible here and no shared_tmp is set")
-        via = os.path.join(self.shared_tmp, f"n{src.index}-" + rel.replace("/", "__"))
+        # one name per (source, destination, file): the scheduler copies a file to several nodes at once
+        # (its lock is per destination), and the first copy's unlink must not pull it from under another
+        # (the rehearsal on separate hosts: "cp: cannot stat .xfer-*/n3-blast__queries__q_0000.fa")
+        via = os.path.join(self.shared_tmp, f"n{src.index}-to-n{dst.index}-" + rel.replace("/", "__"))
         r = src.run(f"cp {shlex.quote(s)} {shlex.quote(via)}", timeout=600)
         if r["rc"] != 0:
             raise RuntimeError(f"copy {rel}: node {src.index} -> shared failed: {r['stderr'][-300:]}")
