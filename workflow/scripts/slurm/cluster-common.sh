@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # What the two clusters share (sourced by local-cluster.sh and multihost-cluster.sh; not run).
 #
 # The caller sets, before sourcing: LOG_TAG (the prefix of its messages), DIR (its state
