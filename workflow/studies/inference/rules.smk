@@ -149,12 +149,14 @@ rule inference_aggregate:
 # Tables I-II (tables/{name}.csv) and Figures 1-4 (figures/{name}.png with the data each draws in
 # tables/{name}.csv), the published values beside: one shape, two rules (inference_table,
 # inference_figure), each name one job of `python3 -m studies.inference.<name>`.
+# The loop's variables reach the command only through params (bound when the rule is defined): a
+# `shell:` expression is evaluated again when the job runs, with the loop's *last* values.
 INF_ANALYSIS = {
     "table": {
         "names": INF_TABLES,
         "lib": ("analysis", "layout"),
         "output": {"table": "results/inference/tables/{name}.csv"},
-        "args": "--out {output.table}",
+        "args": "--out results/inference/tables/{name}.csv",
     },
     "figure": {
         "names": INF_FIGURES,
@@ -163,7 +165,7 @@ INF_ANALYSIS = {
             "table": "results/inference/tables/{name}.csv",
             "figure": "results/inference/figures/{name}.png",
         },
-        "args": "--table {output.table} --out {output.figure}",
+        "args": "--table results/inference/tables/{name}.csv --out results/inference/figures/{name}.png",
     },
 }
 
@@ -192,9 +194,10 @@ for _what, _spec in INF_ANALYSIS.items():
             **analysis_resources(),
         params:
             cfg=lambda wc: study_json("inference"),
+            out=_spec["args"],  # a string param: its {name} is expanded with the job's wildcards
         shell:
             "python3 -m studies.inference.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-            " --published {input.published} " + _spec["args"] + " > {log} 2>&1"
+            " --published {input.published} {params.out} > {log} 2>&1"
 
 
 rule inference_claims:
