@@ -248,51 +248,62 @@ def multipart_anomaly(means: pd.DataFrame, pub: str) -> rc.Claim:
     return rc.info_claim(base, obs, pub)
 
 
-def mdtest_lustre_leads(md: pd.DataFrame, pub: str) -> rc.Claim:
-    base = _base("mdtest_lustre_leads", "Lustre outperforms the others on every major metadata operation "
-                 "(create, stat, read, rename, remove of files and of directories, as measured)",
-                 "002 Sec. 4.2.2, Fig. 6", "storage_table", OUT["table5"], analysis.kind_of(md, LM))
+def _md_claim(cid: str, text: str, ref: str, md: pd.DataFrame, expected: str, judge, **kw) -> rc.Claim:
+    """A Table 5 claim on the Lustre/other mdtest rate ratios (`_md_ratios`): `judge(ratios)` gives
+    (holds, observed); not run when a stack was not measured."""
+    base = _base(cid, text, ref, "storage_table", OUT["table5"], analysis.kind_of(md, LM), **kw)
     ratios = _md_ratios(md)
     if ratios is None:
-        return _shape(base, None, "not measured for every stack", pub)
-    worst = ratios.min()
-    at = ratios.idxmin()
-    return _shape(base, bool(worst > 1), f"smallest Lustre/other rate ratio {worst:.2f} "
-                  f"({at[1]} vs {analysis.label(at[0])}, {at[2]} tasks)", pub)
+        return _shape(base, None, "not measured for every stack", expected)
+    holds, observed = judge(ratios)
+    return _shape(base, holds, observed, expected)
+
+
+def mdtest_lustre_leads(md: pd.DataFrame, pub: str) -> rc.Claim:
+    """Lustre ahead on every major operation: the smallest Lustre/other rate ratio is above 1."""
+
+    def judge(ratios: pd.Series):
+        worst, at = ratios.min(), ratios.idxmin()
+        return bool(worst > 1), (f"smallest Lustre/other rate ratio {worst:.2f} "
+                                 f"({at[1]} vs {analysis.label(at[0])}, {at[2]} tasks)")
+
+    return _md_claim("mdtest_lustre_leads", "Lustre outperforms the others on every major metadata operation "
+                     "(create, stat, read, rename, remove of files and of directories, as measured)",
+                     "002 Sec. 4.2.2, Fig. 6", md, pub, judge)
 
 
 def mdtest_lustre_30pct(md: pd.DataFrame, pub: str) -> rc.Claim:
     """"An average of 30 % faster performance across all major operations": the mean Lustre/other rate
     ratio over (other stack, operation, task count) in the band AVG_30 around 1.3."""
     lo, hi = AVG_30
-    base = _base("mdtest_lustre_30pct", "Lustre about 30 % faster on average across the major metadata operations",
-                 "002 Sec. 6", "storage_table", OUT["table5"], analysis.kind_of(md, LM), unit="ratio")
+
+    def judge(ratios: pd.Series):
+        mean = float(ratios.mean())
+        return lo <= mean <= hi, (f"mean Lustre/other rate ratio {mean:.2f} over {len(ratios)} "
+                                  "(stack, op, tasks) triples")
+
     expected = f"{1 + float(pub or 30) / 100:.2f}, band [{lo}, {hi}] (an average of {pub} % faster)"
-    ratios = _md_ratios(md)
-    if ratios is None:
-        return _shape(base, None, "not measured for every stack", expected)
-    mean = float(ratios.mean())
-    return _shape(base, lo <= mean <= hi, f"mean Lustre/other rate ratio {mean:.2f} over {len(ratios)} "
-                  "(stack, op, tasks) triples", expected)
+    return _md_claim("mdtest_lustre_30pct", "Lustre about 30 % faster on average across the major metadata operations",
+                     "002 Sec. 6", md, expected, judge, unit="ratio")
 
 
 def mdtest_advantage_grows(md: pd.DataFrame, pub: str) -> rc.Claim:
     """"This performance advantage becomes much more noticeable with higher workloads": the mean
     Lustre/other ratio per task count rises over the task-count sweep (rho >= RHO) and is at least
     GROWS times larger at the largest task count than at the smallest."""
-    base = _base("mdtest_advantage_grows", "Lustre's metadata advantage grows with the workload (MPI tasks)",
-                 "002 Sec. 6", "storage_table", OUT["table5"], analysis.kind_of(md, LM), unit="ratio")
-    expected = f"{pub}: ratio rises with tasks (rho >= {RHO}) and largest/smallest >= {GROWS}"
-    ratios = _md_ratios(md)
-    if ratios is None:
-        return _shape(base, None, "not measured for every stack", expected)
-    per = ratios.groupby(level=2).mean().sort_index()
-    if len(per) < 2:
-        return _shape(base, None, f"one task count measured ({', '.join(map(str, per.index))})", expected)
-    rho = _rho(pd.Series(per.index), pd.Series(per.values))
-    grow = float(per.iloc[-1] / per.iloc[0])
-    return _shape(base, rho >= RHO and grow >= GROWS, "mean Lustre/other ratio by tasks: " + ", ".join(
-        f"{t}: {v:.2f}" for t, v in per.items()) + f" (rho {rho:.2f}, x{grow:.2f})", expected)
+
+    def judge(ratios: pd.Series):
+        per = ratios.groupby(level=2).mean().sort_index()
+        if len(per) < 2:
+            return None, f"one task count measured ({', '.join(map(str, per.index))})"
+        rho = _rho(pd.Series(per.index), pd.Series(per.values))
+        grow = float(per.iloc[-1] / per.iloc[0])
+        return rho >= RHO and grow >= GROWS, "mean Lustre/other ratio by tasks: " + ", ".join(
+            f"{t}: {v:.2f}" for t, v in per.items()) + f" (rho {rho:.2f}, x{grow:.2f})"
+
+    return _md_claim("mdtest_advantage_grows", "Lustre's metadata advantage grows with the workload (MPI tasks)",
+                     "002 Sec. 6", md, f"{pub}: ratio rises with tasks (rho >= {RHO}) and largest/smallest >= {GROWS}",
+                     judge, unit="ratio")
 
 
 def _md_ratios(md: pd.DataFrame) -> pd.Series | None:
