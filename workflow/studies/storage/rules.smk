@@ -136,47 +136,28 @@ rule storage_aggregate:
 
 
 # Figures 4, 5, 6 and Table 5: one shape (the script studies.storage.{name} reads the tidy table
-# and the published values); a figure also writes the data it draws (tables/{name}.csv)
-ST_ANALYSIS_RULES = {
-    "storage_figure": {
-        "doc": "Figures 4, 5, 6 (figures/{name}.png) and the data each draws (tables/{name}.csv).",
-        "lib": ("analysis", "layout", "cosfig"),
-        "names": ST_FIGURES,
-        "output": {
-            "table": "results/storage/tables/{name}.csv",
-            "figure": "results/storage/figures/{name}.png",
-        },
-        "out_args": "--table {output.table} --out {output.figure}",
-    },
-    "storage_table": {
-        "doc": "Table 5 (tables/{name}.csv), the published statement beside.",
-        "lib": ("analysis", "layout"),
-        "names": ST_TABLES,
-        "output": ["results/storage/tables/{name}.csv"],
-        "out_args": "--out {output}",
-    },
-}
-for _st_rule, _st_spec in ST_ANALYSIS_RULES.items():
-    _st_out = _st_spec["output"]
-
+# and the published values); a figure also writes the data it draws (tables/{name}.csv). Defined by
+# a function, not in a loop: a rule's shell expression is evaluated again when its job runs, and in
+# a loop it would see the loop's last values (a function call keeps its own).
+def st_analysis_rule(rule_name, doc, lib, names, output, out_args):
     rule:
         name:
-            _st_rule
+            rule_name
         input:
             analysis_image_input(),
             code=f"{ST_DIR}/{{name}}.py",
-            lib=study_code("storage", *_st_spec["lib"]),
+            lib=study_code("storage", *lib),
             measurements=ST_OUT["measurements"],
             published=ST_PUBLISHED,
         output:
-            *(_st_out if isinstance(_st_out, list) else []),
-            **(_st_out if isinstance(_st_out, dict) else {}),
+            *(output if isinstance(output, list) else []),
+            **(output if isinstance(output, dict) else {}),
         log:
             "results/storage/log/{name}.log",
         benchmark:
             bench_log("storage", "storage_{name}")
         wildcard_constraints:
-            name="|".join(_st_spec["names"]),
+            name="|".join(names),
         container:
             ANALYSIS_IMAGE
         resources:
@@ -185,9 +166,30 @@ for _st_rule, _st_spec in ST_ANALYSIS_RULES.items():
             cfg=lambda wc: study_json("storage"),
         shell:
             "python3 -m studies.storage.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-            " --published {input.published} " + _st_spec["out_args"] + " > {log} 2>&1"
+            " --published {input.published} " + out_args + " > {log} 2>&1"
 
-    workflow.get_rule(_st_rule).docstring = _st_spec["doc"]
+    workflow.get_rule(rule_name).docstring = doc
+
+
+st_analysis_rule(
+    "storage_figure",
+    "Figures 4, 5, 6 (figures/{name}.png) and the data each draws (tables/{name}.csv).",
+    lib=("analysis", "layout", "cosfig"),
+    names=ST_FIGURES,
+    output={
+        "table": "results/storage/tables/{name}.csv",
+        "figure": "results/storage/figures/{name}.png",
+    },
+    out_args="--table {output.table} --out {output.figure}",
+)
+st_analysis_rule(
+    "storage_table",
+    "Table 5 (tables/{name}.csv), the published statement beside.",
+    lib=("analysis", "layout"),
+    names=ST_TABLES,
+    output=["results/storage/tables/{name}.csv"],
+    out_args="--out {output}",
+)
 
 
 rule storage_claims:
