@@ -126,3 +126,22 @@ def test_prepare_memory_follows_the_models_and_weights_and_refuses_a_small_node(
     with pytest.raises(layout.LayoutError, match=r"cluster\.mem_mb_per_node: 2000 MB.*inference\.models"):
         layout.prepare_mem_mb(big, 2000)
     assert layout.prepare_mem_mb(big, 2000, refuse=False) == need  # switched off: planned, not refused
+
+
+def test_each_generated_analysis_rule_runs_its_own_command(snake, workspace):
+    """inference_table and inference_figure come from one loop: each job must run its own script with
+    its own outputs (a loop variable in `shell:` would be read again at run time, with the last values)."""
+    meas = workspace / "results/inference/measurements.csv"
+    meas.parent.mkdir(parents=True)
+    tl.tidy_df(tl.paper_like()).to_csv(meas, index=False)
+    on = workspace / "inference-on.yaml"
+    on.write_text("inference: {enabled: true}\n")
+    outs = ["results/inference/tables/table2.csv", "results/inference/tables/figure2.csv",
+            "results/inference/figures/figure2.png"]
+    snake(*outs, "--profile", "profiles/local", "--configfile", "config/local.yaml", str(on),
+          "--allowed-rules", "inference_table", "inference_figure", "--rerun-triggers", "mtime", timeout=300)
+    for out in outs:
+        assert (workspace / out).stat().st_size > 0, out
+    t2, f2 = ((workspace / f"results/inference/tables/{n}.csv").read_text() for n in ("table2", "figure2"))
+    assert "usability" in t2.lower() or "criteri" in t2.lower(), t2[:300]  # table2.py's own table
+    assert "resnet50" in f2 and t2.splitlines()[0] != f2.splitlines()[0]
