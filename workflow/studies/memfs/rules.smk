@@ -44,21 +44,25 @@ MEMFS_RUN_OPTIONS = {
     "limit": "",
 }
 
-for _exp, _opts in MEMFS_RUN_OPTIONS.items():
+
+def _memfs_run_rule(exp, opts):
+    """One run rule. A function, not a bare loop: Snakemake evaluates a rule's shell expression
+    again when the job runs, so it must name this call's ``exp``, not a loop variable that holds
+    the last experiment by then (every job would run ``run.py limit``)."""
 
     rule:
         name:
-            f"memfs_{_exp}_run"
+            f"memfs_{exp}_run"
         input:
             system_image_input("memfs"),
             code=MEMFS_BENCH_CODE,
             site=MEMFS_SITE_INPUT,
         output:
-            MEMFS_PATTERNS[_exp],
+            MEMFS_PATTERNS[exp],
         log:
-            memfs_layout.run_log_pattern(_exp),
+            memfs_layout.run_log_pattern(exp),
         benchmark:
-            memfs_layout.run_benchmark_pattern(_exp)
+            memfs_layout.run_benchmark_pattern(exp)
         wildcard_constraints:
             **_MEMFS_WC,
         resources:
@@ -68,9 +72,13 @@ for _exp, _opts in MEMFS_RUN_OPTIONS.items():
                 mem_mb=config["cluster"]["mem_mb_per_node"],
             ),
         params:
-            cfg=memfs_run_cfg(_exp),
+            cfg=memfs_run_cfg(exp),
         shell:
-            memfs_bench_cmd(_exp, _opts)
+            memfs_bench_cmd(exp, opts)
+
+
+for _exp, _opts in MEMFS_RUN_OPTIONS.items():
+    _memfs_run_rule(_exp, _opts)
 
 
 rule memfs_fusegap_run:
