@@ -94,7 +94,8 @@ rule memfs_fusegap_run:
     wildcard_constraints:
         rep=r"\d+",
     resources:
-        **n_plus_1_resources(0, runtime=MEMFS["runtime_minutes"]),
+        # one node, one task, no MPI (the Slurm executor refuses an "mpi" job of one task)
+        **{k: v for k, v in n_plus_1_resources(0, runtime=MEMFS["runtime_minutes"]).items() if k != "mpi"},
     params:
         cfg=lambda wc: shlex.quote(
             json.dumps({"memfs": MEMFS["memfs"], "fuse_gap": MEMFS_GAP}, sort_keys=True)
