@@ -13,7 +13,7 @@ import pytest
 from inference_helpers import ROOT, SYSTEM, TINY
 
 from repro_inference.servers import venv
-from tools.locust import parse
+from tools.locust import parser
 
 pytestmark = pytest.mark.slow
 
@@ -45,10 +45,10 @@ def test_locust_through_servers_run_against_the_tfserving_standin(models, locust
         os.killpg(pid, 0)  # nothing left behind
 
     kind = "stand-in:tfserving-rest-on-tf-python"
-    rows = {r["metric"]: r for r in parse.tidy_dirs([tmp_path / "ok"])}
+    rows = {r["metric"]: r for r in parser.tidy_dirs([tmp_path / "ok"])}
     assert all(r["system_kind"] == kind and r["weights"] == "random-from-config" and r["server"] == "tfserving-standin"
                and r["users"] == 2 for r in rows.values())
-    errors = parse.failures(tmp_path / "ok" / "users~2" / "locust_failures.csv")
+    errors = parser.failures(tmp_path / "ok" / "users~2" / "locust_failures.csv")
     assert errors and all("HTTP 400" in e["error"] for e in errors)
     requests, failures = rows["requests"]["value"], rows["failures"]["value"]
     assert failures == sum(e["occurrences"] for e in errors) and 0 < failures < requests
@@ -60,9 +60,9 @@ def test_locust_through_servers_run_against_the_tfserving_standin(models, locust
     assert rows["latency_p99"]["value"] == float(agg["99%"]) and rows["latency_median"]["value"] > 0
     assert rows["locustfile_exceptions"]["value"] == 0
 
-    rows = {r["metric"]: r["value"] for r in parse.tidy_dirs([tmp_path / "mislabelled"])}
+    rows = {r["metric"]: r["value"] for r in parser.tidy_dirs([tmp_path / "mislabelled"])}
     assert rows["failures"] == rows["requests"] > 0
-    errors = parse.failures(tmp_path / "mislabelled" / "users~1" / "locust_failures.csv")
+    errors = parser.failures(tmp_path / "mislabelled" / "users~1" / "locust_failures.csv")
     assert errors and all("system kind mismatch" in e["error"] for e in errors)  # 200s, after the bad input
 
 

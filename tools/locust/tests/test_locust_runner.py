@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.locust import parse, runner
+from tools.locust import parser
+from tools.locust import runner
 
 HERE = Path(__file__).resolve().parents[1]
 # every Locust these tests start inherits this marker, so the leftover check below sees only ours (on a
@@ -82,7 +83,7 @@ def test_single_and_multi_stream_against_the_trivial_endpoint(locust_venv, trivi
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[2/2] 3 user(s) done" in r.stdout
-    rows = parse.tidy_dirs([out])
+    rows = parser.tidy_dirs([out])
     by = {(row["users"], row["metric"]): row["value"] for row in rows}
     for users in (1, 3):
         run = out / f"users~{users}"
@@ -100,16 +101,16 @@ def test_distributed_workers(locust_venv, trivial, tmp_path):
     rec = runner.run_one("trivial", trivial, 2, "3s", tmp_path / "d", processes=2)
     assert rec["processes"] == 2 and rec["returncode"] == 0
     assert "--processes" in rec["command"]
-    rows = {r["metric"]: r["value"] for r in parse.tidy_run(tmp_path / "d")}
+    rows = {r["metric"]: r["value"] for r in parser.tidy_run(tmp_path / "d")}
     assert rows["requests"] > 0 and rows["failures"] == 0
 
 
 def test_an_unreachable_server_is_counted_as_failures_not_a_crash(locust_venv, tmp_path):
     rec = runner.run_one("trivial", "http://127.0.0.1:9", 1, "2s", tmp_path / "u")
-    rows = {r["metric"]: r["value"] for r in parse.tidy_run(tmp_path / "u")}
+    rows = {r["metric"]: r["value"] for r in parser.tidy_run(tmp_path / "u")}
     assert rec["returncode"] == 0 and rows["requests"] > 0 and rows["failures"] == rows["requests"]
     assert rows["locustfile_exceptions"] == 0
-    errors = parse.failures(tmp_path / "u" / "locust_failures.csv")
+    errors = parser.failures(tmp_path / "u" / "locust_failures.csv")
     assert errors and all("no answer" in e["error"] or "Connection" in e["error"] for e in errors)
 
 

@@ -46,7 +46,7 @@ from pathlib import Path
 
 from repro import allocation, cli, rawio
 from studies.inference import layout
-from tools.locust import parse as lparse
+from tools.locust import parser as lparse
 
 REPO = Path(__file__).resolve().parents[3]
 INF_SRC = REPO / "systems" / "inference" / "src"

@@ -1,6 +1,6 @@
 """Locust's CSV output -> tidy rows (one row per metric), plus the generator record.
 
-    python -m tools.locust.parse DIR [DIR ...] --out tidy.csv [--label weights=random-from-config ...]
+    python -m tools.locust.parser DIR [DIR ...] --out tidy.csv [--label weights=random-from-config ...]
 
 DIR holds ``users~U/locust_stats.csv`` (+ ``_stats_history.csv``, ``_failures.csv``, ``generator.json``)
 as tools/locust/runner.py writes them. Metrics, from the stats file's ``Aggregated`` row (all request
