@@ -58,6 +58,12 @@ class Adapter:
     def locate(self, paths):
         return self.raw.locate(list(paths))
 
+    def describe(self) -> dict:
+        """Where the cluster runs (systems/mtc: cid, the agents' Slurm nodes, the driver's host, the
+        servers' addresses), for the raw record; {} for the stand-in."""
+        describe = getattr(self.raw, "describe", None)
+        return describe() if callable(describe) else {}
+
     shared_tmp: str | None = None   # a directory every node and the driver see (Slurm: the project's)
 
     def copy(self, src, dst, rel: str) -> int:

@@ -109,6 +109,7 @@ def run(args) -> int:
         with cluster_api.open_cluster(args.launcher, args.nodes, args.design, args.tasks_per_node, memfs_opts,
                                       network, workdir, args.memcached_mb, image=args.image or None) as c:
             rec["system_kind"] = c.kind
+            rec["extra"]["cluster"] = c.describe()  # the measured placement: which nodes the agents ran on
             c.shared_tmp = xfer
             sched = Scheduler(c, args.design, PLACEMENT[args.design], args.tasks_per_node,
                               task_timeout=args.task_timeout, log=log)
