@@ -96,3 +96,6 @@ def test_montage_on_the_shared_launcher(tmp_path, montage_inputs, design):
     rec = _ok(*run_workflow(tmp_path, "montage", montage_inputs, design, nodes=2, k=2, launcher="mtc",
                             extra=["--network", net]))
     assert rec["system_kind"] == "stand-in:network-namespaces"
+    # where the agents ran (the rehearsal's placement checks read it): systems/mtc's describe()
+    cl = rec["extra"]["cluster"]
+    assert cl["nodes"] == 2 and cl["launcher"] == "local" and len(cl["netns"]) == 2 and cl["cid"]
