@@ -43,6 +43,10 @@ def test_raw_paths_are_stable_and_parse_back():
     assert layout.system_kind(cfg, "lustre-minio", "cosbench") == "real"
 
 
+def cfg_nodes(workspace) -> int:
+    return yaml.safe_load((workspace / "config/config.yaml").read_text())["storage"]["nodes"][0]
+
+
 def _counts(out: str) -> dict:
     return dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.MULTILINE))
 
@@ -58,6 +62,16 @@ def test_full_scale_plan(snake, workspace):
     assert c.get("storage_cosbench_run") == "6" and c.get("storage_mdtest_run") == "6", out[-3000:]
     assert "stack=lustre-minio" not in out and "stack~lustre-minio" not in out
     assert c.get("storage_limit_run") == "6" and c.get("storage_claims") == "1"
+    # the driver's ceiling runs on the one node it asks for (cosbench-driver and its in-process server:
+    # asking n+1 left n idle, the rehearsal's apart check); fio on n+1 (it measures a system node's disk)
+    limits = [b for b in re.split(r"\n(?=(?:local)?rule )", out) if b.startswith("rule storage_limit_run:")]
+    assert len(limits) == 6
+    for b in limits:
+        nodes, tasks = (int(re.search(rf"\b{k}=(\d+)", b).group(1)) for k in ("nodes", "tasks"))
+        if "limit=ceiling" in b:
+            assert (nodes, tasks) == (1, 1) and "mpi=srun" not in b and "--exclusive" in b, b
+        else:
+            assert nodes == tasks == cfg_nodes(workspace) + 1 and "mpi=srun" in b, b
     for img in ("ceph", "juicefs"):
         assert f"containers/sif/{img}.sif" in out
         # the cluster's benchmark layers: real COSBench 0.4.2 and Open MPI + IOR/mdtest on each stack image
