@@ -14,17 +14,24 @@ MF_BUILDS = (
     ("mpifuse_build_homefs", "systems/homefs/build/nfsfuse", "systems/homefs", "build_homefs"),
 )
 
-for _name, _target, _dir, _log in MF_BUILDS:
+
+def _mf_build_rule(name, target, directory, log_name):
+    """One build rule. A function, not a bare loop: Snakemake evaluates a rule's shell expression
+    again when its job runs, when a loop variable would hold the last build's directory."""
 
     rule:
         name:
-            _name
+            name
         output:
-            _target,
+            target,
         log:
-            f"results/mpifuse/log/{_log}.log",
+            f"results/mpifuse/log/{log_name}.log",
         shell:
-            f"make -C {_dir} > {{log}} 2>&1"
+            f"make -C {directory} > {{log}} 2>&1"
+
+
+for _build in MF_BUILDS:
+    _mf_build_rule(*_build)
 
 
 rule mpifuse_run:
@@ -99,7 +106,10 @@ MF_ANALYSIS = (
     ("mpifuse_claims", None, ("analysis", "layout"), {"out": MF_OUT["claims"]}, "--out {output.out}", "claims"),
 )
 
-for _name, _names, _lib, _outputs, _args, _script in MF_ANALYSIS:
+
+def _mf_analysis_rule(_name, _names, _lib, _outputs, _args, _script):
+    """One analysis rule, made in a function for the same reason as _mf_build_rule (its shell
+    expression names this call's script and arguments, not the loop's last)."""
 
     rule:
         name:
@@ -133,6 +143,10 @@ for _name, _names, _lib, _outputs, _args, _script in MF_ANALYSIS:
                 + _args
                 + " > {log} 2>&1"
             )
+
+
+for _analysis in MF_ANALYSIS:
+    _mf_analysis_rule(*_analysis)
 
 
 # ---------------------------------------------------------------------------

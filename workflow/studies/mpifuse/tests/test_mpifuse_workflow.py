@@ -78,3 +78,29 @@ def test_benchmark_rule_on_slurm_gets_n_plus_1_distinct_nodes(snake, workspace, 
     bench = workspace / f"results/mpifuse/benchmarks/mpifuse_run/source~{source},nodes~2,size~64KB,rep~0.tsv"
     header, values = bench.read_text().splitlines()[:2]
     assert float(dict(zip(header.split("\t"), values.split("\t")))["s"]) > 0
+
+
+def test_each_generated_rule_runs_its_own_command(snake, workspace, tmp_path):
+    """The build rules and mpifuse_table/_figure/_claims are made in loops: a real job of each must run
+    its own command (a rule's shell expression is evaluated again when the job runs, so a bare loop
+    variable would make every job run the last rule's command; snakemake -n cannot show it)."""
+    from mpifuse_study_testlib import study_config
+    from test_mpifuse_claims import write_study
+
+    cfg = study_config(tmp_path)
+    write_study(workspace, cfg)  # every raw record of the local matrix, synthetic
+    outs = ["results/mpifuse/tables/ratios.csv", "results/mpifuse/tables/figure3.csv",
+            "results/mpifuse/figures/figure3.png", "results/mpifuse/claims.csv"]
+    snake(*outs, "--profile", "profiles/local", "--configfile", "config/local.yaml",
+          _overlay(workspace, {"mpifuse": {k: cfg[k] for k in ("scratch", "local_dir", "mount_dir", "home")}}),
+          "--allowed-rules", "mpifuse_aggregate", "mpifuse_table", "mpifuse_figure", "mpifuse_claims",
+          "--rerun-triggers", "mtime", timeout=400)
+    ratios, fig3, claims_csv = ((workspace / p).read_text() for p in (outs[0], outs[1], outs[3]))
+    assert ratios.splitlines()[0] != fig3.splitlines()[0]  # each script's own table
+    assert claims_csv.startswith("claim_id") or "verdict" in claims_csv.splitlines()[0], claims_csv[:200]
+    assert (workspace / outs[2]).stat().st_size > 10_000
+    # a build rule runs its own make -C (make prints the directory it enters)
+    snake("mpifuse_build_fs", "-F", "--profile", "profiles/local", "--allowed-rules", "mpifuse_build_fs",
+          timeout=400)
+    log = (workspace / "results/mpifuse/log/build_fs.log").read_text()
+    assert "systems/mpifuse" in log and "systems/homefs" not in log, log[-1000:]
