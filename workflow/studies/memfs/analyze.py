@@ -362,6 +362,19 @@ def not_reproducible_claims() -> list:
     return [c]
 
 
+def _limit_not_run_why(cfg: dict, net: str, n: int, size: str) -> str:
+    """Why an issue-13 point has no ratio: the config has no MemFS envelope run there, or none wrote one."""
+    env, tab = cfg.get("envelope", {}), cfg.get("table", {})
+    configured = "memfs" in env.get("designs", ["memfs"]) and (
+        (net in env.get("networks", []) and n in [int(x) for x in env.get("nodes", [])] and size in env.get("sizes", []))
+        or (net in tab.get("networks", []) and n in [int(x) for x in tab.get("nodes", [])] and size == tab.get("size")))
+    where = f"{net}, {n} nodes, {mc.size_label(size)} files"
+    if not configured:
+        return f"not run: this config has no MemFS envelope run at {where} (memfs.envelope, memfs.table)"
+    return (f"not run: no MemFS envelope job at {where} wrote a side-by-side limit (raw files missing, or "
+            "memfs.envelope.side_by_side_limit is off)")
+
+
 def limit_claims(lim: pd.DataFrame, cfg: dict) -> list:
     """MemFS / raw memcached at issue 13's points (informative: the paper gives no ratio; the target is ours).
     A ratio above 1.0 in any repeat is a measurement error: no value, verdict failed."""
@@ -378,6 +391,8 @@ def limit_claims(lim: pd.DataFrame, cfg: dict) -> list:
             C.info_claim(ci, None, "")
             if len(sel) and sel.iloc[0]["failed"]:
                 ci.verdict = C.FAILED
+            else:
+                ci.note = _limit_not_run_why(cfg, net, n, size)
         else:
             r = sel.iloc[0]
             ci.note = (f"median of {r['reps']} jobs, each MemFS and mcbench in the same job (value size {r['value_size']} B, "

@@ -289,3 +289,15 @@ def test_mdifffit_that_scales_up_fails_w11():
     sel = (df.stage == "mDiffFit") & (df.design == "memfs") & (df.tasks_per_node == 8)
     df.loc[sel, "value"] = df.loc[sel, "value"] / 2
     assert wf_claims(df, CLUSTER)["W11"].verdict == "not reproduced"
+
+
+def test_a_limit_point_the_config_lacks_is_not_run_with_the_reason():
+    """Issue 13's points (128 MiB, 4 nodes) outside the configuration: 'not run', saying why (the
+    rehearsal's claims_computed check found them reasonless); a measured point has no such note."""
+    cfg = dict(CFG, envelope=dict(CFG["envelope"], sizes=["1KiB", "1MiB"]))
+    cl = {c.claim_id: c for c in A.limit_claims(L.limit_table(L.pairs([]), envelope_table(), cfg), cfg)}
+    c = cl["limit-write-IPoIB-4-128MiB"]
+    assert c.verdict == "not run" and "this config has no MemFS envelope run at IPoIB, 4 nodes" in c.note
+    c = A.limit_claims(L.limit_table(L.pairs([]), envelope_table(), CFG), CFG)[0]  # configured, no raw files
+    assert c.verdict == "not run" and "no MemFS envelope job at IPoIB, 4 nodes" in c.note
+    assert "this config has no" not in c.note
