@@ -167,7 +167,11 @@ def sl_run_resources(n):
     nodes: a run job is the director alone, on one node with serverless.director_cores cores (the
     baseline runs images.baseline.parallel at a time there; Slurm refuses a node without them)."""
     if SL_STANDIN:
-        return n_plus_1_resources(n)
+        res = n_plus_1_resources(n)
+        if callable(n):  # a one-node job (the baseline: n = 0) is no MPI job: Slurm's plugin refuses 1 task
+            mpi = res["mpi"]
+            res["mpi"] = lambda wc: mpi if n(wc) > 0 else ""
+        return res
     return {
         "nodes": 1,
         "tasks": 1,
