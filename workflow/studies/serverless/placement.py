@@ -72,6 +72,13 @@ def platform_side(status: dict, endpoint: str) -> dict:
                           for i in status.get("instances") or []]}
 
 
+def planned(alloc: allocation.Allocation) -> dict:
+    """The allocation Slurm gave (what was planned), kept apart from what was measured: its node names
+    only inside ``name=address`` strings, so that no reader takes a planned node for a place a side ran."""
+    return {"launcher": alloc.launcher, "job_id": alloc.job_id, "exclusive": alloc.exclusive,
+            "nodes": [f"{n.name}={n.address}" for n in alloc.nodes]}
+
+
 def measured(alloc: allocation.Allocation, url: str, platform: dict) -> dict:
     """A record's ``extra.placement``: the planned allocation and both sides as measured."""
-    return {"allocation": alloc.as_dict(), "director": director_side(url), "platform": platform}
+    return {"planned": planned(alloc), "director": director_side(url), "platform": platform}

@@ -48,4 +48,22 @@ def test_measured_placement_names_both_sides():
     assert m["director"]["connected_from"] == "127.0.0.1"
     assert m["platform"]["node"] == "n1" and m["platform"]["listen"] == "http://10.0.0.11:5"
     assert m["platform"]["instances"] == [{"node": "n2", "hostname": "h2", "url": "http://a:1"}]
-    assert m["allocation"]["driver"] == m["allocation"]["nodes"][0]["name"]
+    # the planned allocation names no node under a key of its own: only what a side measured does
+    assert m["planned"]["nodes"] == ["node0=10.0.0.10"] and m["planned"]["launcher"] == "local"
+    m = place.measured(_alloc(3), "http://10.0.0.11:5/f", {"node": "node1"})
+    assert m["planned"] == {"launcher": "slurm", "job_id": "7", "exclusive": True,
+                            "nodes": ["node0=10.0.0.10", "node1=10.0.0.11", "node2=10.0.0.12"]}
+
+
+def test_the_rehearsal_reads_only_measured_nodes_from_a_record():
+    """The planned allocation names every node of the job; the rehearsal's judge must see only the nodes
+    a side measured (here: the platform's front and one instance on node1), so that a platform left on
+    one node cannot pass the 'apart' check through the plan."""
+    from repro import rehearsal
+
+    side = place.platform_side({"node": "node1", "hostname": "node1",
+                                "instances": [{"node": "node1", "hostname": "node1", "url": "http://10.0.0.11:7"}]},
+                               "http://10.0.0.11:5")
+    rec = {"extra": {"placement": place.measured(_alloc(4), "http://10.0.0.11:5/f", side)}}
+    seen = rehearsal.measured_placement(rec, {f"node{i}" for i in range(4)})
+    assert seen["nodes"] == ["node1"] and not seen["loopback"]
