@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import re
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -93,6 +95,23 @@ int main(int argc, char **argv) {
         for r in rows:
             by_host.setdefault(r[2], []).append(int(r[0]))
         assert sorted(by_host) == ["node0", "node1", "node2"] and all(len(v) == 2 for v in by_host.values())
+
+
+def test_ucx_carries_one_sided_mpi_between_nodes_over_their_links(slurm_multihost):
+    """The nodes share one kernel (one boot_id), so UCX took them for one machine and moved MPI
+    data between node0 and node1 through shared memory; the cluster's TaskProlog holds UCX to TCP on
+    each node's eth0, as a real network would carry it (an MPI_Get across two nodes, UCX's own log)."""
+    c = slurm_multihost
+    mpi_env = REPO / "workflow" / "scripts" / "mpi-env.sh"
+    prog = ("from mpi4py import MPI\nc = MPI.COMM_WORLD\nw = MPI.Win.Allocate(1 << 16, comm=c)\n"
+            "w.Lock_all(); b = bytearray(8); w.Get(b, (c.rank + 1) % c.size, (0, 8, MPI.BYTE)); "
+            "w.Flush_all(); w.Unlock_all(); c.Barrier(); w.Free()\n")
+    out = c.run("bash", "-c", f"export REPRO_SINGLE_HOST=0 UCX_LOG_LEVEL=info; source {mpi_env}; "
+                f"srun -N2 -n2 --ntasks-per-node=1 --mpi=pmix {sys.executable} -c {shlex.quote(prog)} 2>&1",
+                timeout=180).stdout
+    remote = [ln for ln in out.splitlines() if "ep_cfg" in ln and "self/memory0" not in ln]
+    assert remote and all("tcp/eth0" in ln for ln in remote), out[-3000:]
+    assert "sysv/memory" not in out and "posix/memory" not in out, out[-3000:]
 
 
 def test_allocation_inside_a_real_3_node_job(slurm_multihost, shared):

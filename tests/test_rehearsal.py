@@ -90,6 +90,21 @@ def test_placement_under_list_keys():
     assert m["nodes"] == sorted(NAMES) and m["where"]["node2"] == ["extra.cluster.slurm_nodes[1]"]
 
 
+def test_a_planned_allocation_is_not_taken_for_measured_placement():
+    """A record that stores the plan (repro.allocation's as_dict(): every node of the job) but
+    measured only its driver: the check sees one node, so `apart` fails, as it must."""
+    plan = {"driver": "node0", "system_nodes": ["node1", "node2", "node3"],
+            "nodes": [{"name": n, "hostname": n} for n in sorted(NAMES)]}
+    rec = {"status": "ok", "metrics": [], "extra": {"allocation": plan, "placement": {"planned": plan},
+                                                    "plan": {"servers": {"node1": "10.79.0.11"}},
+                                                    "driver": {"node": "node0"}}}
+    assert rh.measured_placement(rec, NAMES)["nodes"] == ["node0"]
+    r = rh.judge_job(job(), [("results/smoke/raw/nodes~3/rep~0.json", rec)], NAMES)
+    assert r["checks"]["apart"]["ok"] is False
+    rec["extra"]["daemons"] = [{"node": n} for n in ("node1", "node2", "node3")]  # measured: apart
+    assert rh.judge_job(job(), [("results/smoke/raw/nodes~3/rep~0.json", rec)], NAMES)["checks"]["apart"]["ok"]
+
+
 def test_unmeasured_placement_is_not_taken_for_true():
     r = rh.judge_job(job(), [("results/smoke/raw/nodes~3/rep~0.json", {"status": "ok", "metrics": []})], NAMES)
     assert r["checks"]["apart"]["ok"] is False and "placement not measured" in r["checks"]["apart"]["evidence"]

@@ -54,6 +54,9 @@ NOT_REHEARSED = {
     "inference": "the GPU part (device cuda, --gres gpu) cannot run here: CPU device, no GPU asked",
     "storage": "Lustre+MinIO on a real Lustre directory (paths.lustre_dir is null here)",
 }
+# what a record stores as the plan (repro.allocation's as_dict(), a layout's plan): evidence of
+# where a side was meant to run, never of where it ran, so the placement checks do not read it
+PLANNED_KEYS = {"allocation", "plan", "planned"}
 NODE_KEYS = {"node", "slurm_node", "nodename", "driver_node", "server_node", "system_node"}
 HOST_KEYS = {"host", "hostname", "driver_host", "server_host"}
 PLACE_KEY = re.compile(r"node|host")  # slurm_nodes[i], system_hosts[i], ...: a cluster node's name under it
@@ -135,13 +138,15 @@ def _walk(obj, path=""):
 
 def measured_placement(rec: dict, node_names: set[str]) -> dict:
     """Where a raw record says its sides ran: the cluster nodes named under node/host keys (with
-    the key path as evidence), the job ids it names, and every loopback address under an
-    address-like key (a service bound to or reached at loopback)."""
+    the key path as evidence; never under a planned allocation's keys), the job ids it names, and
+    every loopback address under an address-like key (a service bound to or reached at loopback)."""
     nodes: dict[str, list[str]] = {}
     job_ids, loopback = set(), []
     for path, v in _walk(rec):
         key = re.sub(r"\[\d+\]$", "", path).rsplit(".", 1)[-1].lower()
-        if isinstance(v, str) and v in node_names and (key in NODE_KEYS or key in HOST_KEYS or PLACE_KEY.search(key)):
+        planned = PLANNED_KEYS & {re.sub(r"\[\d+\]$", "", seg).lower() for seg in path.split(".")[:-1]}
+        if (isinstance(v, str) and v in node_names and not planned
+                and (key in NODE_KEYS or key in HOST_KEYS or PLACE_KEY.search(key))):
             nodes.setdefault(v, []).append(path)
         if key in ("slurm_job_id", "job_id") and v not in (None, ""):
             job_ids.add(str(v))

@@ -58,7 +58,12 @@ else
     echo "build-sif: building $name (key $key, bootstrap $bootstrap, mirror $mirror)"
     tmp=$cached.tmp.$$
     trap 'rm -f "$tmp"' EXIT
-    apptainer build --force --build-arg "BOOTSTRAP=$bootstrap" --build-arg "MIRROR=$mirror" "${extra[@]}" "$tmp" "$def"
+    # BOOTSTRAP and MIRROR only for a definition that uses them: apptainer refuses an unused
+    # build argument, and a layer (Bootstrap: localimage on a stack's .sif) names neither
+    base_args=()
+    grep -q '{{ *BOOTSTRAP *}}' "$def" && base_args+=(--build-arg "BOOTSTRAP=$bootstrap")
+    grep -q '{{ *MIRROR *}}' "$def" && base_args+=(--build-arg "MIRROR=$mirror")
+    apptainer build --force "${base_args[@]}" "${extra[@]}" "$tmp" "$def"
     mv "$tmp" "$cached"
 fi
 cp --reflink=auto "$cached" "$out.tmp.$$"

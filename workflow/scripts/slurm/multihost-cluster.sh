@@ -102,6 +102,9 @@ write_conf() {
         # a job that loses a node fails (NODE_FAIL) instead of going back to the queue: the
         # workflow reports it and a re-run resumes it (Slurm's default would requeue it silently)
         conf_settings /tmp "$SLURMD_TIMEOUT" "JobRequeue=0"
+        # every task's UCX over TCP on the node's own eth0: the nodes share one kernel (one boot_id),
+        # so UCX would take them for one machine and move MPI data through shared memory
+        echo "TaskProlog=$DIR/task-prolog.sh"
         for ((i = 0; i < n; i++)); do
             echo "NodeName=node$i NodeHostname=node$i NodeAddr=$NET.$((FIRST_HOST + i)) CPUs=$CPUS RealMemory=$MEM State=UNKNOWN"
         done
@@ -113,6 +116,20 @@ write_conf() {
         for ((i = 0; i < n; i++)); do echo "$NET.$((FIRST_HOST + i)) node$i"; done
     } >"$DIR/hosts"
     for ((i = 0; i < n; i++)); do mkdir -p "$DIR/spool/node$i"; done
+    cat >"$DIR/task-prolog.sh" <<'PROLOG'
+#!/bin/sh
+# Slurm TaskProlog of the multi-host cluster: each "export" line sets a variable of the task.
+# The nodes are namespaces of one kernel (one boot_id), so UCX would judge ranks on different
+# nodes to share a machine and move their MPI traffic through System V / POSIX shared memory
+# (seen with UCX_LOG_LEVEL=info: rma(sysv/memory posix/memory) between node0 and node1), never
+# over the nodes' links. Hold UCX and Open MPI's TCP to the node's own interface, as a real
+# cluster's network would carry them; a value the job set already wins.
+[ -n "$UCX_TLS" ] || echo "export UCX_TLS=tcp,self"
+[ -n "$UCX_NET_DEVICES" ] || echo "export UCX_NET_DEVICES=eth0"
+[ -n "$OMPI_MCA_btl_tcp_if_include" ] || echo "export OMPI_MCA_btl_tcp_if_include=eth0"
+[ -n "$OMPI_MCA_oob_tcp_if_include" ] || echo "export OMPI_MCA_oob_tcp_if_include=eth0"
+PROLOG
+    chmod 755 "$DIR/task-prolog.sh"
     cp "$HERE/multihost-node.sh" "$DIR/node-init.sh"
     chmod 755 "$DIR/node-init.sh"
     echo "$n" >"$DIR/nodes"

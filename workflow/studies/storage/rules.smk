@@ -25,6 +25,13 @@ rule storage_build_mdbench:
         "({params.mpi_env}; make -C tools/mdtest) > {log} 2>&1"
 
 
+# built where Snakemake runs, like build_container: a layer fetches its benchmark (COSBench, IOR)
+# from the network, which a compute node often cannot reach (the container rehearsal found it
+# submitted to node0)
+localrules:
+    storage_layer_image,
+
+
 rule storage_layer_image:
     """A stack image with a benchmark layer (containers/{layer}.def: Bootstrap localimage on the
     stack's .sif): <stack>-cosbench.sif (COSBench 0.4.2 + Java 8), <stack>-mdtest.sif (Open MPI +
