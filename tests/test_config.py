@@ -76,3 +76,19 @@ def test_changing_every_judging_key_leaves_the_benchmarks_params_alone(study):
         node[path[-1]] = {"changed": True}
     assert rc.run_section(changed, schema) == rc.run_section(section, schema)
     assert yaml.safe_dump(rc.run_section(section, schema)) is not None
+
+
+def test_benchmark_commands_leave_out_judging_keys(snake):
+    """The cluster plan's commands: a benchmark job's --config has no x-judging key (changing a
+    tolerance or a score never re-runs it); the claims job's has them."""
+    out = snake("-n", "-p", "-F", "inference", "mpifuse", "--profile", "profiles/slurm",
+                "--configfile", "config/config.yaml", timeout=600).stdout
+    cmds = [ln for ln in out.splitlines() if "--config" in ln]
+    def of(module):
+        return [c for c in cmds if f"studies.{module} " in c or f"studies.{module}'" in c]
+    bench = of("inference.run") + of("mpifuse.run") + of("mpifuse.speed")
+    assert len(of("inference.run")) > 50 and of("mpifuse.run"), out[-2000:]
+    for c in bench:
+        assert '"usability"' not in c and '"lead_tolerance"' not in c and '"figure4"' not in c, c[:300]
+    assert any('"usability"' in c and '"lead_tolerance"' in c for c in of("inference.claims"))
+    assert any('"figure4"' in c for c in of("mpifuse.figure4") + of("mpifuse.claims"))

@@ -23,7 +23,7 @@ rule inference_prepare:
         runtime=120,
         mem_mb=INF_PREPARE_MEM_MB,
     params:
-        cfg=lambda wc: study_json("inference"),
+        cfg=lambda wc: run_json("inference"),
     shell:
         # on the host, both sides in systems/inference/setup.sh's cached venvs (no one image holds both)
         "python3 -m studies.inference.run --config {params.cfg} --what prepare --out {output}"
@@ -57,7 +57,7 @@ rule inference_serve:
     params:
         server_exec=lambda wc: shlex.quote(inf_exec(wc.server)),
         driver_exec=shlex.quote(inf_exec("ceiling")),
-        cfg=lambda wc: study_json("inference"),
+        cfg=lambda wc: run_json("inference"),
     shell:
         # on the host (srun is there): the server and Locust each in their own image, inside their steps
         "python3 -m studies.inference.run --config {params.cfg} --what serve"
@@ -86,7 +86,7 @@ rule inference_raw_rate:
         **inf_resources(runtime=30),
     params:
         server_exec=lambda wc: shlex.quote(inf_exec(wc.framework)),
-        cfg=lambda wc: study_json("inference"),
+        cfg=lambda wc: run_json("inference"),
     shell:
         # on the host: on Slurm run.py repeats itself in an srun step on the server node, image inside
         "python3 -m studies.inference.run --config {params.cfg} --what raw_rate"
@@ -113,7 +113,7 @@ rule inference_ceiling:
         **inf_resources(runtime=30, gpu=False),
     params:
         driver_exec=shlex.quote(inf_exec("ceiling")),
-        cfg=lambda wc: study_json("inference"),
+        cfg=lambda wc: run_json("inference"),
     shell:
         # on the host (srun is there): the endpoint and Locust each in Locust's image, inside their steps
         "python3 -m studies.inference.run --config {params.cfg} --what ceiling --rep {wildcards.rep}"

@@ -55,7 +55,7 @@ rule mpifuse_run:
         launch=lambda wc: mpi_launch(int(wc.nodes) + 1),
         wrap=lambda wc: mf_homefs_wrap(wc.source, int(wc.nodes)),
         exec=system_exec("mpifuse"),
-        cfg=lambda wc: study_json("mpifuse"),
+        cfg=lambda wc: run_json("mpifuse"),
         mpi_env=MPI_ENV,
         launcher_kind=LAUNCHER,
     shell:
@@ -177,7 +177,7 @@ rule mpifuse_speed:
         launch=mpi_launch(max(MF["speed"]["nodes"]) + 1),
         wrap=mf_homefs_wrap(MF["speed"]["source"], max(MF["speed"]["nodes"])),
         exec=system_exec("mpifuse"),
-        cfg=lambda wc: study_json("mpifuse"),
+        cfg=lambda wc: run_json("mpifuse"),
         mpi_env=MPI_ENV,
     shell:
         "({params.mpi_env}; tag=rmf-$$-$RANDOM;"
