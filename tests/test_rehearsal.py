@@ -183,3 +183,12 @@ def test_records_are_matched_to_their_job_by_wildcards():
     assert m["job_id"] == "30"
     assert rh.match_job("results/mpifuse/failed/source~home/variant~osr/nodes~2/size~1KB/rep~0.json", {}, jobs,
                         NAMES) is None
+
+
+def test_failed_images_are_named_from_the_image_step_log():
+    log = ("Building DAG of jobs...\nError in rule storage_layer_image:\n    message: None\n    jobid: 2\n"
+           "    input: containers/mdtest.def, containers/sif/ceph.sif\n    output: containers/sif/ceph-mdtest.sif\n"
+           "    log: results/containers/log/ceph-mdtest.log\nError in rule build_container:\n"
+           "    output: containers/sif/triton.sif\nFinished jobid: 3 (Rule: build_container)\n")
+    assert rh.failed_images(log) == ["ceph-mdtest.sif", "triton.sif"]
+    assert rh.failed_images("Finished jobid: 1 (Rule: build_container)\n") == []
