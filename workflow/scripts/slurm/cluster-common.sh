@@ -44,7 +44,7 @@ conf_settings() {
     echo "SchedulerType=sched/backfill"
     echo "SlurmdParameters=config_overrides"
     echo "ReturnToService=2"
-    echo "MinJobAge=600"
+    echo "MinJobAge=${MIN_JOB_AGE:-600}"
     echo "EnforcePartLimits=ALL"
     echo "JobAcctGatherType=jobacct_gather/none"
     echo "AccountingStorageType=accounting_storage/none"

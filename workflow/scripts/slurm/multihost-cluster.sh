@@ -101,7 +101,9 @@ write_conf() {
         # each node's /tmp is its own tmpfs: PMIx step directories cannot collide. JobRequeue=0:
         # a job that loses a node fails (NODE_FAIL) instead of going back to the queue: the
         # workflow reports it and a re-run resumes it (Slurm's default would requeue it silently)
-        conf_settings /tmp "$SLURMD_TIMEOUT" "JobRequeue=0"
+        # MinJobAge: the rehearsal judges from scontrol's job records after a study's run, which
+        # takes up to ~20 min here; 600 s lost the first jobs' records (records_matched false)
+        MIN_JOB_AGE=14400 conf_settings /tmp "$SLURMD_TIMEOUT" "JobRequeue=0"
         # every task's UCX over TCP on the node's own eth0: the nodes share one kernel (one boot_id),
         # so UCX would take them for one machine and move MPI data through shared memory
         echo "TaskProlog=$DIR/task-prolog.sh"
