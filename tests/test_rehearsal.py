@@ -165,6 +165,11 @@ def test_records_are_matched_to_their_job_by_wildcards():
     assert rh.match_job("results/smoke/raw/nodes~1/rep~0.json", rec, again, NAMES)["job_id"] == "40"
     rec = {"status": "ok", "extra": {"ranks": [{"node": "node2"}, {"node": "node3"}]}}
     assert rh.match_job("results/smoke/raw/nodes~1/rep~0.json", rec, again, NAMES)["job_id"] == "41"
+    # a study with one raw file and no wildcards (tco's raw/model.json): its run job, newest first
+    models = [job(JobId="70", Comment="rule_tco_run"), job(JobId="71", Comment="rule_tco_run"),
+              job(JobId="72", Comment="rule_tco_aggregate")]
+    assert rh.match_job("results/tco/raw/model.json", {}, models, NAMES)["job_id"] == "71"
+    assert rh.match_job("results/cloudcost/raw/model.json", {}, models, NAMES) is None
     # two rules with the same wildcard values: the one the path names
     two = [job(JobId="50", Comment="rule_inference_ceiling_wildcards_0"),
            job(JobId="51", Comment="rule_inference_raw_rate_wildcards_0")]

@@ -184,9 +184,10 @@ def match_job(relpath: str, rec: dict, jobs: list[dict], node_names: set[str]) -
         if j["job_id"] in ids:
             return j
     vals = _path_values(relpath)
-    if not vals:
-        return None
     study = Path(relpath).parts[1]
+    if not vals:  # a study with one raw file and no wildcards (the cost models: raw/model.json)
+        runs = [j for j in jobs if j["rule"] == f"{study}_run" and not j["wildcards"]]
+        return max(runs, key=lambda j: int(j["job_id"])) if runs else None
     # Snakemake's Comment joins the rule's wildcard values with "_"; a record's path may hold more
     # key~value parts than the rule's wildcards (one job writing a file per variant): a job matches
     # when its wildcards are the "_"-join of an in-order subsequence of the path's values
