@@ -581,6 +581,10 @@ def run_in_instance(args, argv: list[str]) -> int:
     name = args.instance or f"rmc-{Path(args.rendezvous).name}-{args.index}"
     # (no --bind /dev/fuse: a bound device node is mounted nodev and cannot be opened;
     #  the host /dev, which Apptainer provides by default, has it)
+    # the workdir is node-local (the launcher named it on the driver node, whose /tmp another node
+    # does not see): create it here before binding it (the container rehearsal found every agent
+    # on a system node failing "mount source /tmp/rmc-... doesn't exist")
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
     binds = ["--bind", str(REPO), "--bind", str(Path(args.workdir).resolve()),
              "--bind", str(Path(args.rendezvous).resolve())]
     r = subprocess.run(["apptainer", "instance", "start", *binds, args.image, name], capture_output=True, text=True)
