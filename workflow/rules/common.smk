@@ -61,11 +61,17 @@ def study_json(study):
     return shlex.quote(json.dumps(config[study], sort_keys=True))
 
 
+_RUN_JSON = {}
+
+
 def run_json(study):
     """What a benchmark rule gets: the section without the keys its schema marks x-judging
-    (tolerances, captions, scores), so changing one never re-runs a benchmark."""
-    section = repro_config.run_section(config[study], repro_config.study_schema(study))
-    return shlex.quote(json.dumps(section, sort_keys=True))
+    (tolerances, captions, scores), so changing one never re-runs a benchmark. Computed once per
+    study (the rules call it per job; the schema is read from disk)."""
+    if study not in _RUN_JSON:
+        section = repro_config.run_section(config[study], repro_config.study_schema(study))
+        _RUN_JSON[study] = shlex.quote(json.dumps(section, sort_keys=True))
+    return _RUN_JSON[study]
 
 
 # ---------------------------------------------------------------------------
