@@ -217,6 +217,59 @@ def bench_log(study, name):
 
 
 # ---------------------------------------------------------------------------
+# Analysis rules (aggregate, tables, figures, claims): one shape for every study.
+# ---------------------------------------------------------------------------
+def analysis_rule(study, name, *, script, output, args, lib=(), inputs=None, raw=(), names=None, cfg=None, log=None):
+    """Define one analysis rule of a study: `python3 -m studies.<study>.<script> --config <section> <args>`
+    in the analysis image, its log, benchmark file and resources derived from the study and script.
+
+    name     the rule's name (`<study>_<what>`)
+    script   the study's module; with ``names``, one rule for many scripts: a {name} wildcard
+             (constrained to ``names``) is the module, and the outputs use {name} too
+    output   named outputs {key: path}
+    args     the script's arguments: a str.format template over input, output and wildcards,
+             e.g. "--table {output.table} --out {output.figure}"
+    lib      the study's other modules the script imports (inputs: a change re-runs the rule)
+    inputs   named inputs {key: path} (the tidy table, the published values, ...)
+    raw      unnamed inputs (a function of the wildcards giving the raw files)
+    cfg      the --config argument (default: the whole section, study_json)
+    log      the log file (default results/<study>/log/<script or {name}>.log)
+
+    Made in a function, never in a bare loop: Snakemake evaluates `shell:` again when a job runs,
+    so a loop's rules would all run its last command (workflow/README.md).
+    """
+    stem = "{name}" if names else script
+    entry = "{wildcards.name}" if names else script
+
+    rule:
+        name:
+            name
+        input:
+            analysis_image_input(),
+            raw,
+            code=f"{STUDIES}/{study}/{stem}.py",
+            lib=study_code(study, *lib),
+            **(inputs or {}),
+        output:
+            **output,
+        log:
+            log or f"results/{study}/log/{stem}.log",
+        benchmark:
+            bench_log(study, f"{study}_{stem}")
+        wildcard_constraints:
+            **({"name": "|".join(names)} if names else {}),
+        container:
+            ANALYSIS_IMAGE
+        resources:
+            **analysis_resources(),
+        params:
+            cfg=cfg or (lambda wc: study_json(study)),
+            args=lambda wc, input, output: args.format(input=input, output=output, wildcards=wc),
+        shell:
+            f"python3 -m studies.{study}.{entry} --config {{params.cfg}} {{params.args}} > {{log}} 2>&1"
+
+
+# ---------------------------------------------------------------------------
 # The report's inputs (workflow/rules/report.smk)
 # ---------------------------------------------------------------------------
 REPORT_PDF = ["paper/report.pdf"] if config["report"]["pdf"] else []

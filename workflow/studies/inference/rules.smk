@@ -120,112 +120,33 @@ rule inference_ceiling:
         " --driver-exec {params.driver_exec} > {log} 2>&1"
 
 
-rule inference_aggregate:
-    """The tidy table (every configuration: ok, failed, not run, or not run as in the paper), the
-    summary and the limits table, from the raw files only."""
-    input:
-        analysis_image_input(),
-        inf_raw_inputs,
-        code=study_code("inference", "aggregate", "analysis", "layout"),
-    output:
-        measurements=INF_OUT["measurements"],
-        summary=INF_OUT["summary"],
-        limits=INF_OUT["limits"],
-    log:
-        "results/inference/log/aggregate.log",
-    benchmark:
-        bench_log("inference", "inference_aggregate")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("inference"),
-    shell:
-        "python3 -m studies.inference.aggregate --config {params.cfg} --measurements {output.measurements}"
-        " --summary {output.summary} --limits {output.limits} > {log} 2>&1"
-
-
-# Tables I-II (tables/{name}.csv) and Figures 1-4 (figures/{name}.png with the data each draws in
-# tables/{name}.csv), the published values beside: one shape, two rules (inference_table,
-# inference_figure), each name one job of `python3 -m studies.inference.<name>`.
-# The loop's variables reach the command only through params (bound when the rule is defined): a
-# `shell:` expression is evaluated again when the job runs, with the loop's *last* values.
-INF_ANALYSIS = {
-    "table": {
-        "names": INF_TABLES,
-        "lib": ("analysis", "layout"),
-        "output": {"table": "results/inference/tables/{name}.csv"},
-        "args": "--out results/inference/tables/{name}.csv",
-    },
-    "figure": {
-        "names": INF_FIGURES,
-        "lib": ("analysis", "layout", "plots"),
-        "output": {
-            "table": "results/inference/tables/{name}.csv",
-            "figure": "results/inference/figures/{name}.png",
-        },
-        "args": "--table results/inference/tables/{name}.csv --out results/inference/figures/{name}.png",
-    },
-}
-
-for _what, _spec in INF_ANALYSIS.items():
-
-    rule:
-        name:
-            f"inference_{_what}"
-        input:
-            analysis_image_input(),
-            code=f"{INF_DIR}/{{name}}.py",
-            lib=study_code("inference", *_spec["lib"]),
-            measurements=INF_OUT["measurements"],
-            published=INF_PUBLISHED,
-        output:
-            **_spec["output"],
-        log:
-            "results/inference/log/{name}.log",
-        benchmark:
-            bench_log("inference", "inference_{name}")
-        wildcard_constraints:
-            name="|".join(_spec["names"]),
-        container:
-            ANALYSIS_IMAGE
-        resources:
-            **analysis_resources(),
-        params:
-            cfg=lambda wc: study_json("inference"),
-            out=_spec["args"],  # a string param: its {name} is expanded with the job's wildcards
-        shell:
-            "python3 -m studies.inference.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-            " --published {input.published} {params.out} > {log} 2>&1"
-
-
-rule inference_claims:
-    input:
-        analysis_image_input(),
-        code=study_code("inference", "claims", "analysis", "layout"),
-        measurements=INF_OUT["measurements"],
-        published=INF_PUBLISHED,
-    output:
-        INF_OUT["claims"],
-    log:
-        "results/inference/log/claims.log",
-    benchmark:
-        bench_log("inference", "inference_claims")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("inference"),
-    shell:
-        "python3 -m studies.inference.claims --config {params.cfg} --measurements {input.measurements}"
-        " --published {input.published} --out {output} > {log} 2>&1"
-
-
-rule inference_kick:
-    input:
-        _inf_kick(),
+# The tidy table (every configuration: ok, failed, not run, or not run as in the paper), the summary
+# and the limits table, from the raw files only; Tables I-II (tables/{name}.csv) and Figures 1-4
+# (figures/{name}.png with the data each draws in tables/{name}.csv), the published values beside;
+# the claims. The engine's analysis_rule gives each its log, benchmark, image and resources.
+INF_READS = {"measurements": INF_OUT["measurements"], "published": INF_PUBLISHED}
+analysis_rule(
+    "inference", "inference_aggregate", script="aggregate", lib=("analysis", "layout"), raw=inf_raw_inputs,
+    output={k: INF_OUT[k] for k in ("measurements", "summary", "limits")},
+    args="--measurements {output.measurements} --summary {output.summary} --limits {output.limits}",
+)
+analysis_rule(
+    "inference", "inference_table", script="{name}", names=INF_TABLES, lib=("analysis", "layout"), inputs=INF_READS,
+    output={"table": "results/inference/tables/{name}.csv"},
+    args="--measurements {input.measurements} --published {input.published} --out {output.table}",
+)
+analysis_rule(
+    "inference", "inference_figure", script="{name}", names=INF_FIGURES, lib=("analysis", "layout", "plots"),
+    inputs=INF_READS,
+    output={"table": "results/inference/tables/{name}.csv", "figure": "results/inference/figures/{name}.png"},
+    args="--measurements {input.measurements} --published {input.published} --table {output.table}"
+    " --out {output.figure}",
+)
+analysis_rule(
+    "inference", "inference_claims", script="claims", lib=("analysis", "layout"), inputs=INF_READS,
+    output={"claims": INF_OUT["claims"]},
+    args="--measurements {input.measurements} --published {input.published} --out {output.claims}",
+)
 
 
 rule inference:
