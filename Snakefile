@@ -50,3 +50,25 @@ for _study in STUDY_NAMES:
                 f"{_study}_kick"
             input:
                 STUDY_KICK.get(_study, []),
+
+
+# `<study>` (the whole study) for every study that does not write its own: its declared claims,
+# tidy table(s), figures and tables (register_study)
+def _declared_outputs(entry):
+    return (
+        as_list(entry.get("claims"))
+        + as_list(entry.get("measurements"))
+        + [f["path"] for f in entry.get("figures", [])]
+        + [t["path"] for t in entry.get("tables", [])]
+    )
+
+
+for _study, _entry in STUDY_REPORT.items():
+    if _study not in {r.name for r in workflow.rules}:
+
+        rule:
+            name:
+                _study
+            input:
+                _declared_outputs(_entry),
+

@@ -147,11 +147,3 @@ analysis_rule(
     output={"claims": INF_OUT["claims"]},
     args="--measurements {input.measurements} --published {input.published} --out {output.claims}",
 )
-
-
-rule inference:
-    input:
-        INF_OUT["claims"],
-        INF_OUT["limits"],
-        [f"results/inference/tables/{n}.csv" for n in INF_TABLES],
-        [f"results/inference/figures/{n}.png" for n in INF_FIGURES],

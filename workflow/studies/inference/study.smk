@@ -93,14 +93,8 @@ register_study(
         "enabled": enabled("inference"),
         "claims": INF_OUT["claims"],
         "measurements": INF_OUT["measurements"],
-        "figures": [
-            {"path": f"results/inference/figures/{n}.png", "caption": c}
-            for n, c in INF_FIGURES.items()
-        ],
-        "tables": [
-            {"path": f"results/inference/tables/{n}.csv", "caption": c}
-            for n, c in INF_TABLES.items()
-        ]
+        "figures": figure_entries("inference", INF_FIGURES),
+        "tables": table_entries("inference", INF_TABLES)
         + [
             {
                 "path": INF_OUT["limits"],
