@@ -11,14 +11,15 @@ the config but no run exists yet).  Nothing is ever filled in with zero.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pandas as pd
 
-from . import paramspace, rawio
+from . import cli, paramspace, rawio
 
 BASE_COLUMNS = ["study", "experiment"]
 TAIL_COLUMNS = [
@@ -137,3 +138,32 @@ def summarize(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     stats[["failed", "not_run"]] = stats[["failed", "not_run"]].fillna(0).astype(int)
     stats["count"] = stats["count"].fillna(0).astype(int)
     return stats
+
+
+def run_counts(runs: pd.DataFrame) -> str:
+    """'N ok, N failed, N not run' over one row per raw file; where the table has a ``reason``
+    column (a configuration the paper itself left out), the not-run ones it names are counted apart."""
+    ok, failed = (runs.status == "ok").sum(), (runs.status == "failed").sum()
+    not_run = runs.status == "not-run"
+    if "reason" not in runs.columns:
+        return f"{ok} ok, {failed} failed, {not_run.sum()} not run"
+    return (f"{ok} ok, {failed} failed, {(not_run & (runs.reason != '')).sum()} not run as in the paper, "
+            f"{(not_run & (runs.reason == '')).sum()} not run")
+
+
+def aggregate_main(doc: str, build: Callable[[dict], tuple[pd.DataFrame, pd.DataFrame]], *, label: str,
+                   tables: dict[str, Callable[[pd.DataFrame, argparse.Namespace], pd.DataFrame]],
+                   runs: str = "runs", argv=None) -> int:
+    """The main of a study's aggregate script: ``--config`` and ``--measurements``, ``--summary`` and one
+    ``--<name>`` per entry of ``tables``. ``build(cfg)`` gives (tidy table, summary); both are written,
+    then each further table ``make(df, args)`` (args: the parsed paths, e.g. args.measurements to read the
+    written table back), in order; one line counts the runs: ``<label>: R rows from N <runs>: ...``."""
+    a, cfg = cli.parse(doc, "measurements", "summary", *tables, argv=argv)
+    df, summ = build(cfg)
+    write_csv(df, a.measurements)
+    write_csv(summ, a.summary)
+    for name, make in tables.items():
+        write_csv(make(df, a), getattr(a, name))
+    once = df.drop_duplicates(subset=["raw_file"])
+    print(f"{label}: {len(df)} rows from {len(once)} {runs}: {run_counts(once)}")
+    return 0

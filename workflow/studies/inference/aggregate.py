@@ -10,7 +10,7 @@ import sys
 
 import pandas as pd
 
-from repro import cli, tidy
+from repro import tidy
 from studies.inference import analysis, layout
 
 KEYS = ["experiment", "server", "model", "framework", "users"]
@@ -32,18 +32,10 @@ def build(cfg: dict, root: str = "."):
     return tidy.order_columns(df), tidy.summarize(df, KEYS)
 
 
-def main() -> int:
-    a, cfg = cli.parse(__doc__, "measurements", "summary", "limits")
-    df, summ = build(cfg)
-    tidy.write_csv(df, a.measurements)
-    tidy.write_csv(summ, a.summary)
-    tidy.write_csv(analysis.limits(analysis.read_measurements(a.measurements)), a.limits)
-    runs = df.drop_duplicates(subset=["raw_file"])
-    print(f"inference_aggregate: {len(df)} rows from {len(runs)} configurations x repeats: "
-          f"{(runs.status == 'ok').sum()} ok, {(runs.status == 'failed').sum()} failed, "
-          f"{((runs.status == 'not-run') & (runs.reason != '')).sum()} not run as in the paper, "
-          f"{((runs.status == 'not-run') & (runs.reason == '')).sum()} not run")
-    return 0
+def main(argv=None) -> int:
+    return tidy.aggregate_main(
+        __doc__, build, label="inference_aggregate", runs="configurations x repeats", argv=argv,
+        tables={"limits": lambda df, a: analysis.limits(analysis.read_measurements(a.measurements))})
 
 
 if __name__ == "__main__":
