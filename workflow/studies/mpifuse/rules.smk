@@ -69,84 +69,31 @@ rule mpifuse_run:
         " exit $rc) > {log} 2>&1"
 
 
-rule mpifuse_aggregate:
-    input:
-        analysis_image_input(),
-        mf_raw_inputs,
-        code=study_code("mpifuse", "aggregate", "analysis", "layout"),
-    output:
-        measurements=MF_OUT["measurements"],
-        summary=MF_OUT["summary"],
-        bytes=MF_OUT["bytes"],
-    log:
-        "results/mpifuse/log/aggregate.log",
-    benchmark:
-        bench_log("mpifuse", "mpifuse_aggregate")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("mpifuse"),
-    shell:
-        "python3 -m studies.mpifuse.aggregate --config {params.cfg} --measurements {output.measurements}"
-        " --summary {output.summary} --bytes {output.bytes} > {log} 2>&1"
-
-
-# The analysis scripts that read the tidy table and the published values: Table I and the Section
-# VII ratios (tables/{name}.csv, published values beside), Figures 3, 4 and 5 (figures/{name}.png and
-# the data each one draws, tables/{name}.csv), the claims (claims.csv). Per rule: the script (a
-# {name} wildcard or one script), the modules it reads, outputs, its arguments for them, the log name.
-MF_ANALYSIS = (
-    ("mpifuse_table", "table1|ratios|variants", ("analysis", "layout"),
-     {"out": "results/mpifuse/tables/{name}.csv"}, "--out {output.out}", "{name}"),
-    ("mpifuse_figure", "figure3|figure4|figure5", ("analysis", "layout", "plotting"),
-     {"table": "results/mpifuse/tables/{name}.csv", "figure": "results/mpifuse/figures/{name}.png"},
-     "--table {output.table} --out {output.figure}", "{name}"),
-    ("mpifuse_claims", None, ("analysis", "layout"), {"out": MF_OUT["claims"]}, "--out {output.out}", "claims"),
+# The tidy table (every configuration: ok, failed, or not run), the summary and the bytes read from
+# the source, from the raw files only; Table I and the Section VII ratios (tables/{name}.csv, published
+# values beside), Figures 3, 4 and 5 (figures/{name}.png and the data each one draws, tables/{name}.csv),
+# the claims (claims.csv). The engine's analysis_rule gives each its log, benchmark, image and resources.
+MF_READS = {"measurements": MF_OUT["measurements"], "published": MF_PUBLISHED}
+MF_READ_ARGS = "--measurements {input.measurements} --published {input.published}"
+analysis_rule(
+    "mpifuse", "mpifuse_aggregate", script="aggregate", lib=("analysis", "layout"), raw=mf_raw_inputs,
+    output={k: MF_OUT[k] for k in ("measurements", "summary", "bytes")},
+    args="--measurements {output.measurements} --summary {output.summary} --bytes {output.bytes}",
 )
-
-
-def _mf_analysis_rule(_name, _names, _lib, _outputs, _args, _script):
-    """One analysis rule, made in a function for the same reason as _mf_build_rule (its shell
-    expression names this call's script and arguments, not the loop's last)."""
-
-    rule:
-        name:
-            _name
-        input:
-            analysis_image_input(),
-            code=f"{MF_DIR}/{_script}.py",
-            lib=study_code("mpifuse", *_lib),
-            measurements=MF_OUT["measurements"],
-            published=MF_PUBLISHED,
-        output:
-            **_outputs,
-        log:
-            f"results/mpifuse/log/{_script}.log",
-        benchmark:
-            bench_log("mpifuse", f"mpifuse_{_script}")
-        wildcard_constraints:
-            **({"name": _names} if _names else {}),
-        container:
-            ANALYSIS_IMAGE
-        resources:
-            **analysis_resources(),
-        params:
-            cfg=lambda wc: study_json("mpifuse"),
-        shell:
-            (
-                "python3 -m studies.mpifuse."
-                + ("{wildcards.name}" if _names else _script)
-                + " --config {params.cfg} --measurements {input.measurements}"
-                " --published {input.published} "
-                + _args
-                + " > {log} 2>&1"
-            )
-
-
-for _analysis in MF_ANALYSIS:
-    _mf_analysis_rule(*_analysis)
+analysis_rule(
+    "mpifuse", "mpifuse_table", script="{name}", names=("table1", "ratios", "variants"), lib=("analysis", "layout"),
+    inputs=MF_READS, output={"out": "results/mpifuse/tables/{name}.csv"}, args=MF_READ_ARGS + " --out {output.out}",
+)
+analysis_rule(
+    "mpifuse", "mpifuse_figure", script="{name}", names=("figure3", "figure4", "figure5"),
+    lib=("analysis", "layout", "plotting"), inputs=MF_READS,
+    output={"table": "results/mpifuse/tables/{name}.csv", "figure": "results/mpifuse/figures/{name}.png"},
+    args=MF_READ_ARGS + " --table {output.table} --out {output.figure}",
+)
+analysis_rule(
+    "mpifuse", "mpifuse_claims", script="claims", lib=("analysis", "layout"), inputs=MF_READS,
+    output={"out": MF_OUT["claims"]}, args=MF_READ_ARGS + " --out {output.out}",
+)
 
 
 # ---------------------------------------------------------------------------
@@ -205,11 +152,6 @@ rule mpifuse_speed_report:
     shell:
         "python3 -m studies.mpifuse.speed_report --raw {input.raw} --published {input.published} --table {output.table}"
         " --report {output.report} --issue13 {output.issue13} --issue22 {output.issue22} > {log} 2>&1"
-
-
-rule mpifuse_kick:
-    input:
-        MF_KICK,
 
 
 rule mpifuse:

@@ -81,9 +81,10 @@ def test_benchmark_rule_on_slurm_gets_n_plus_1_distinct_nodes(snake, workspace, 
 
 
 def test_each_generated_rule_runs_its_own_command(snake, workspace, tmp_path):
-    """The build rules and mpifuse_table/_figure/_claims are made in loops: a real job of each must run
-    its own command (a rule's shell expression is evaluated again when the job runs, so a bare loop
-    variable would make every job run the last rule's command; snakemake -n cannot show it)."""
+    """The build rules (a loop over MF_BUILDS) and mpifuse_aggregate/_table/_figure/_claims (the engine's
+    analysis_rule) are generated: a real job of each must run its own command (a rule's shell expression
+    is evaluated again when the job runs, so a bare loop variable would make every job run the last
+    rule's command; snakemake -n cannot show it)."""
     from mpifuse_study_testlib import study_config
     from test_mpifuse_claims import write_study
 
