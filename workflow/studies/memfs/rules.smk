@@ -145,64 +145,24 @@ rule memfs_expected:
         "printf '%s\\n' {params.paths:q} > {output} 2> {log}"
 
 
-rule memfs_aggregate:
-    """Tidy table, Table 2.1, MemFS vs raw memcached, claims: from the raw files only."""
-    input:
-        memfs_raw_inputs,
-        analysis_image_input(),
-        code=study_code("memfs", "analyze", "common", "layout", "limits"),
-        expected=MEMFS_OUT["expected"],
-        published=MEMFS_PUBLISHED,
-    output:
-        measurements=MEMFS_OUT["measurements"],
-        summary=MEMFS_OUT["summary"],
-        table21=MEMFS_OUT["table21"],
-        limit=MEMFS_OUT["limit"],
-        limit_runs=MEMFS_OUT["limit_runs"],
-        issue13=MEMFS_OUT["issue13"],
-        issue13_md=MEMFS_OUT["issue13_md"],
-        claims=MEMFS_OUT["claims"],
-    log:
-        "results/memfs/log/aggregate.log",
-    benchmark:
-        bench_log("memfs", "memfs_aggregate")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=memfs_analysis_cfg,
-    shell:
-        f"{study_module('memfs', 'analyze')} --expected {{input.expected}} --config {{params.cfg}}"
-        " --published {input.published} --measurements {output.measurements} --summary {output.summary}"
-        " --table21 {output.table21} --limit {output.limit} --limit-runs {output.limit_runs}"
-        " --issue13 {output.issue13} --claims {output.claims} > {log} 2>&1"
-
-
-rule memfs_figure:
-    """Figures 2.3 (design sweeps), 2.4 (bandwidth), 2.5 (throughput), 2.6 (metadata)."""
-    input:
-        analysis_image_input(),
-        code=f"{MEMFS_DIR}/figure2_{{fig}}.py",
-        lib=study_code("memfs", "common"),
-        measurements=MEMFS_OUT["measurements"],
-    output:
-        "results/memfs/figures/figure2_{fig}_{name}.png",
-    log:
-        "results/memfs/log/figure2_{fig}_{name}.log",
-    benchmark:
-        "results/memfs/benchmarks/memfs_figure2_{fig}_{name}.tsv"
-    wildcard_constraints:
-        fig="3|4|5|6",
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=memfs_analysis_cfg,
-    shell:
-        "python3 -m studies.memfs.figure2_{wildcards.fig} --measurements {input.measurements}"
-        " --config {params.cfg} --out {output} > {log} 2>&1"
+# The analysis (engine: analysis_rule): the tidy table, Table 2.1, MemFS vs raw memcached and the
+# claims from the raw files only; Figures 2.3 (design sweeps), 2.4 (bandwidth), 2.5 (throughput),
+# 2.6 (metadata) from the tidy table (memfs_figure_rule, study.smk). Both read the section without
+# memfs.workflows.
+memfs_analysis_rule(
+    "memfs_aggregate", script="analyze", lib=("common", "layout", "limits"), raw=memfs_raw_inputs,
+    inputs={"expected": MEMFS_OUT["expected"], "published": MEMFS_PUBLISHED},
+    output={k: MEMFS_OUT[k] for k in ("measurements", "summary", "table21", "limit", "limit_runs", "issue13",
+                                      "issue13_md", "claims")},
+    args="--expected {input.expected} --published {input.published} --measurements {output.measurements}"
+    " --summary {output.summary} --table21 {output.table21} --limit {output.limit}"
+    " --limit-runs {output.limit_runs} --issue13 {output.issue13} --claims {output.claims}",
+    cfg=memfs_analysis_cfg, log="results/memfs/log/aggregate.log", bench=bench_log("memfs", "memfs_aggregate"),
+)
+memfs_figure_rule(
+    "memfs_figure", "figure2_", "3|4|5|6", lib=("common",), cfg=memfs_analysis_cfg,
+    measurements=MEMFS_OUT["measurements"],
+)
 
 
 rule memfs_kick_summary:

@@ -127,6 +127,47 @@ def memfs_analysis_cfg(wc):
     )
 
 
+def memfs_analysis_rule(name, *, bench, **kw):
+    """The engine's analysis_rule with this study's own benchmark file (the report sums them and the
+    rehearsal reads them by name: memfs_aggregate.tsv, memfs_figure2_3_design.tsv, ...), where the
+    engine would name it after the script. The file is set on the rule analysis_rule made."""
+    analysis_rule("memfs", name, **kw)
+    workflow.get_rule(name).benchmark = bench
+
+
+def memfs_figure_rule(name, module, figs, *, lib, cfg, measurements, log_prefix=""):
+    """The figure rule of one part (memfs_figure: figure2_<fig>.py, memfs_wf_figure: wf_figure2_<fig>.py):
+    results/memfs/figures/figure2_<fig>_<name>.png from the part's tidy table. Not analysis_rule: one
+    module draws one figure whose file name adds a word (figure2_3 -> figure2_3_design), and the log
+    and benchmark carry that word, which the engine's {name} (the module) cannot."""
+
+    rule:
+        name:
+            name
+        input:
+            analysis_image_input(),
+            code=f"{MEMFS_DIR}/{module}{{fig}}.py",
+            lib=study_code("memfs", *lib),
+            measurements=measurements,
+        output:
+            "results/memfs/figures/figure2_{fig}_{name}.png",
+        log:
+            f"results/memfs/log/{log_prefix}figure2_{{fig}}_{{name}}.log",
+        benchmark:
+            bench_log("memfs", f"memfs_{module}{{fig}}_{{name}}")
+        wildcard_constraints:
+            fig=figs,
+        container:
+            ANALYSIS_IMAGE
+        resources:
+            **analysis_resources(),
+        params:
+            cfg=cfg,
+        shell:
+            f"python3 -m studies.memfs.{module}{{wildcards.fig}} --measurements {{input.measurements}}"
+            " --config {params.cfg} --out {output} > {log} 2>&1"
+
+
 register_study(
     "memfs",
     images=["memfs"],
@@ -248,6 +289,11 @@ def mwf_run_cfg(wc):
     return shlex.quote(
         json.dumps({k: MWF[k] for k in memfs_layout.WORKFLOW_RUN_KEYS}, sort_keys=True)
     )
+
+
+def mwf_cfg(wc):
+    """The whole memfs.workflows section (Table 2.3, the figures and the claims read it)."""
+    return shlex.quote(json.dumps(MWF, sort_keys=True))
 
 
 def mwf_raw_inputs(wildcards):

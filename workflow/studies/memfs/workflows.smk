@@ -97,105 +97,34 @@ rule memfs_wf_expected:
         "printf '%s\\n' {params.paths:q} > {output} 2> {log}"
 
 
-rule memfs_wf_tidy:
-    """The tidy table and per-configuration summary, from the raw files only."""
-    input:
-        mwf_raw_inputs,
-        analysis_image_input(),
-        code=study_code("memfs", "wf_tidy", "layout"),
-        expected=MWF_OUT["expected"],
-    output:
-        measurements=MWF_OUT["measurements"],
-        summary=MWF_OUT["summary"],
-    log:
-        "results/memfs/log/workflows_tidy.log",
-    benchmark:
-        bench_log("memfs", "memfs_wf_tidy")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=mwf_run_cfg,
-    shell:
-        f"{study_module('memfs', 'wf_tidy')} --expected {{input.expected}} --config {{params.cfg}}"
-        " --out {output.measurements}"
-        " --summary {output.summary} > {log} 2>&1"
-
-
-rule memfs_wf_table23:
-    """Table 2.3: data on the scheduler node vs the other nodes, published beside."""
-    input:
-        analysis_image_input(),
-        code=study_code("memfs", "wf_table2_3", "wf_common"),
-        measurements=MWF_OUT["measurements"],
-        published=MWF_PUBLISHED,
-    output:
-        MWF_OUT["table23"],
-    log:
-        "results/memfs/log/workflows_table23.log",
-    benchmark:
-        bench_log("memfs", "memfs_wf_table23")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: shlex.quote(json.dumps(MWF, sort_keys=True)),
-    shell:
-        f"{study_module('memfs', 'wf_table2_3')} --measurements {{input.measurements}} --config {{params.cfg}}"
-        " --published {input.published} --out {output} > {log} 2>&1"
-
-
-rule memfs_wf_figure:
-    """Figures 2.7 (vertical), 2.8 (horizontal) and 2.9 (aggregate memory)."""
-    input:
-        analysis_image_input(),
-        code=f"{MEMFS_DIR}/wf_figure2_{{fig}}.py",
-        lib=study_code("memfs", "wf_common"),
-        measurements=MWF_OUT["measurements"],
-    output:
-        "results/memfs/figures/figure2_{fig}_{name}.png",
-    log:
-        "results/memfs/log/workflows_figure2_{fig}_{name}.log",
-    benchmark:
-        bench_log("memfs", "memfs_wf_figure2_{fig}_{name}")
-    wildcard_constraints:
-        fig="7|8|9",
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: shlex.quote(json.dumps(MWF, sort_keys=True)),
-    shell:
-        "python3 -m studies.memfs.wf_figure2_{wildcards.fig} --measurements {input.measurements}"
-        " --config {params.cfg} --out {output} > {log} 2>&1"
-
-
-rule memfs_wf_claims:
-    """Claims: shape claims (memory imbalance, aggregate memory, mDiffFit, scale-out), times as info."""
-    input:
-        analysis_image_input(),
-        code=study_code("memfs", "wf_claims", "wf_common"),
-        measurements=MWF_OUT["measurements"],
-        table23=MWF_OUT["table23"],
-        published=MWF_PUBLISHED,
-    output:
-        MWF_OUT["claims"],
-    log:
-        "results/memfs/log/workflows_claims.log",
-    benchmark:
-        bench_log("memfs", "memfs_wf_claims")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: shlex.quote(json.dumps(MWF, sort_keys=True)),
-    shell:
-        f"{study_module('memfs', 'wf_claims')} --measurements {{input.measurements}} --config {{params.cfg}}"
-        " --published {input.published} --table23 {input.table23} --out {output} > {log} 2>&1"
+# The analysis (engine: analysis_rule): the tidy table and per-configuration summary from the raw
+# files (given only the keys that decide which runs exist, mwf_run_cfg), Table 2.3, the claims;
+# Figures 2.7 (vertical), 2.8 (horizontal), 2.9 (aggregate memory) (memfs_figure_rule, study.smk).
+MWF_READS = {"measurements": MWF_OUT["measurements"], "published": MWF_PUBLISHED}
+analysis_rule(
+    "memfs", "memfs_wf_tidy", script="wf_tidy", lib=("layout",), raw=mwf_raw_inputs,
+    inputs={"expected": MWF_OUT["expected"]},
+    output={"measurements": MWF_OUT["measurements"], "summary": MWF_OUT["summary"]},
+    args="--expected {input.expected} --out {output.measurements} --summary {output.summary}",
+    cfg=mwf_run_cfg, log="results/memfs/log/workflows_tidy.log",
+)
+memfs_analysis_rule(
+    "memfs_wf_table23", script="wf_table2_3", lib=("wf_common",), inputs=MWF_READS,
+    output={"table": MWF_OUT["table23"]},
+    args="--measurements {input.measurements} --published {input.published} --out {output.table}",
+    cfg=mwf_cfg, log="results/memfs/log/workflows_table23.log", bench=bench_log("memfs", "memfs_wf_table23"),
+)
+memfs_figure_rule(
+    "memfs_wf_figure", "wf_figure2_", "7|8|9", lib=("wf_common",), cfg=mwf_cfg,
+    measurements=MWF_OUT["measurements"], log_prefix="workflows_",
+)
+analysis_rule(
+    "memfs", "memfs_wf_claims", script="wf_claims", lib=("wf_common",),
+    inputs={**MWF_READS, "table23": MWF_OUT["table23"]}, output={"claims": MWF_OUT["claims"]},
+    args="--measurements {input.measurements} --published {input.published} --table23 {input.table23}"
+    " --out {output.claims}",
+    cfg=mwf_cfg, log="results/memfs/log/workflows_claims.log",
+)
 
 
 rule memfs_workflows:

@@ -36,3 +36,47 @@ def test_each_run_rule_runs_its_own_experiment(tmp_path):
         exp = p.split("/")[3]  # results/memfs/raw/<experiment>/...
         args = (work / p).read_text().split()
         assert args[:3] == ["-m", "studies.memfs.run", exp], (p, args[:6])
+
+
+# The analysis rules (engine: analysis_rule; figures: memfs_figure_rule) and the module each output's
+# job must run: a job of every rule and every figure really runs, with the same python3 shim writing
+# its arguments to each results/ file it names that does not exist yet (its outputs; analyze writes
+# issue13_limits.md beside the --issue13 table).
+ANALYSIS_OUTPUTS = {
+    "results/memfs/claims_envelope.csv": "analyze",
+    "results/memfs/figures/figure2_3_design.png": "figure2_3",
+    "results/memfs/figures/figure2_4_bandwidth.png": "figure2_4",
+    "results/memfs/figures/figure2_5_throughput.png": "figure2_5",
+    "results/memfs/figures/figure2_6_metadata.png": "figure2_6",
+    "results/memfs/measurements_workflows.csv": "wf_tidy",
+    "results/memfs/tables/table2_3_memory_distribution.csv": "wf_table2_3",
+    "results/memfs/figures/figure2_7_vertical.png": "wf_figure2_7",
+    "results/memfs/figures/figure2_8_horizontal.png": "wf_figure2_8",
+    "results/memfs/figures/figure2_9_memory.png": "wf_figure2_9",
+    "results/memfs/claims_workflows.csv": "wf_claims",
+}
+WRITE_SHIM = """#!/bin/sh
+w() { [ -e "$1" ] || { mkdir -p "$(dirname "$1")"; printf '%s\\n' "$ARGS" > "$1"; }; }
+ARGS="$*"
+for a in "$@"; do case "$a" in results/*issue13*.csv) w "$a"; w "${a%.csv}.md";; results/*) w "$a";; esac; done
+"""
+
+
+def test_each_analysis_job_runs_its_own_module(tmp_path):
+    work = tmp_path / "repo"
+    copy_repo(work)
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "python3").write_text(WRITE_SHIM)
+    (shim / "python3").chmod(0o755)
+    # no raw files: with allow_incomplete the analysis reads the ones that exist, no run job is planned
+    (work / "overlay.yaml").write_text("allow_incomplete: true\n")
+    env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}")
+    r = subprocess.run(["snakemake", *ANALYSIS_OUTPUTS, "--profile", "profiles/local", "--configfile",
+                        "config/local.yaml", "overlay.yaml"], cwd=work, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    for path, module in ANALYSIS_OUTPUTS.items():
+        args = (work / path).read_text().split()
+        assert args[:2] == ["-m", f"studies.memfs.{module}"], (path, args[:4])
+        assert "--config" in args, (path, args[:4])
