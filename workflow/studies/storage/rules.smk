@@ -83,7 +83,7 @@ for _st_bench in st_layout.BENCHMARKS:
         params:
             bench=_st_bench,
             exec=lambda wc, b=_st_bench: system_exec(st_image(wc.stack, b)),
-            cfg=lambda wc: study_json("storage"),
+            cfg=lambda wc: run_json("storage"),
             mpi_env=MPI_ENV,
             launcher_kind=LAUNCHER,
         shell:
@@ -120,122 +120,43 @@ rule storage_limit_run:
         **st_limit_resources(),
     params:
         exec=system_exec("minio"),
-        cfg=lambda wc: study_json("storage"),
+        cfg=lambda wc: run_json("storage"),
         launcher_kind=LAUNCHER,
     shell:
         "({params.exec} python3 -m studies.storage.run limit --config {params.cfg}"
         " --limit {wildcards.limit} --rep {wildcards.rep} --launcher {params.launcher_kind}) > {log} 2>&1"
 
 
-rule storage_aggregate:
-    input:
-        analysis_image_input(),
-        st_raw_inputs,
-        code=study_code("storage", "aggregate", "layout"),
-    output:
-        measurements=ST_OUT["measurements"],
-        summary=ST_OUT["summary"],
-        limits=ST_OUT["limits"],
-    log:
-        "results/storage/log/aggregate.log",
-    benchmark:
-        bench_log("storage", "storage_aggregate")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("storage"),
-        launcher_kind=LAUNCHER,
-    shell:
-        "python3 -m studies.storage.aggregate --config {params.cfg} --measurements {output.measurements}"
-        " --summary {output.summary} --limits {output.limits} --launcher {params.launcher_kind} > {log} 2>&1"
-
-
-# Figures 4, 5, 6 and Table 5: one shape (the script studies.storage.{name} reads the tidy table
-# and the published values); a figure also writes the data it draws (tables/{name}.csv). Defined by
-# a function, not in a loop: a rule's shell expression is evaluated again when its job runs, and in
-# a loop it would see the loop's last values (a function call keeps its own).
-def st_analysis_rule(rule_name, doc, lib, names, output, out_args):
-    rule:
-        name:
-            rule_name
-        input:
-            analysis_image_input(),
-            code=f"{ST_DIR}/{{name}}.py",
-            lib=study_code("storage", *lib),
-            measurements=ST_OUT["measurements"],
-            published=ST_PUBLISHED,
-        output:
-            *(output if isinstance(output, list) else []),
-            **(output if isinstance(output, dict) else {}),
-        log:
-            "results/storage/log/{name}.log",
-        benchmark:
-            bench_log("storage", "storage_{name}")
-        wildcard_constraints:
-            name="|".join(names),
-        container:
-            ANALYSIS_IMAGE
-        resources:
-            **analysis_resources(),
-        params:
-            cfg=lambda wc: study_json("storage"),
-        shell:
-            "python3 -m studies.storage.{wildcards.name} --config {params.cfg} --measurements {input.measurements}"
-            " --published {input.published} " + out_args + " > {log} 2>&1"
-
-    workflow.get_rule(rule_name).docstring = doc
-
-
-st_analysis_rule(
-    "storage_figure",
-    "Figures 4, 5, 6 (figures/{name}.png) and the data each draws (tables/{name}.csv).",
-    lib=("analysis", "layout", "cosfig"),
-    names=ST_FIGURES,
-    output={
-        "table": "results/storage/tables/{name}.csv",
-        "figure": "results/storage/figures/{name}.png",
-    },
-    out_args="--table {output.table} --out {output.figure}",
+# The tidy table (every configuration: ok, failed, not run), the summary and the limits table, from
+# the raw files only; Table 5 (tables/{name}.csv) and Figures 4-6 (figures/{name}.png with the data
+# each draws in tables/{name}.csv), the published values beside; the claims. The engine's
+# analysis_rule gives each its log, benchmark, image and resources.
+ST_READS = {"measurements": ST_OUT["measurements"], "published": ST_PUBLISHED}
+ST_PUBLISHED_ARGS = "--measurements {input.measurements} --published {input.published}"
+analysis_rule(
+    "storage", "storage_aggregate", script="aggregate", lib=("layout",), raw=st_raw_inputs,
+    output={k: ST_OUT[k] for k in ("measurements", "summary", "limits")},
+    args="--measurements {output.measurements} --summary {output.summary} --limits {output.limits}"
+    f" --launcher {LAUNCHER}",
 )
-st_analysis_rule(
-    "storage_table",
-    "Table 5 (tables/{name}.csv), the published statement beside.",
-    lib=("analysis", "layout"),
-    names=ST_TABLES,
-    output=["results/storage/tables/{name}.csv"],
-    out_args="--out {output}",
+analysis_rule(
+    "storage", "storage_figure", script="{name}", names=ST_FIGURES, lib=("analysis", "layout", "cosfig"),
+    inputs=ST_READS,
+    output={"table": "results/storage/tables/{name}.csv", "figure": "results/storage/figures/{name}.png"},
+    args=ST_PUBLISHED_ARGS + " --table {output.table} --out {output.figure}",
 )
-
-
-rule storage_claims:
-    input:
-        analysis_image_input(),
-        code=study_code("storage", "claims", "analysis", "layout"),
-        measurements=ST_OUT["measurements"],
-        limits=ST_OUT["limits"],
-        published=ST_PUBLISHED,
-    output:
-        ST_OUT["claims"],
-    log:
-        "results/storage/log/claims.log",
-    benchmark:
-        bench_log("storage", "storage_claims")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("storage"),
-    shell:
-        "python3 -m studies.storage.claims --config {params.cfg} --measurements {input.measurements}"
-        " --limits {input.limits} --published {input.published} --out {output} > {log} 2>&1"
-
-
-rule storage_kick:
-    input:
-        ST_KICK,
+analysis_rule(
+    "storage", "storage_table", script="{name}", names=ST_TABLES, lib=("analysis", "layout"), inputs=ST_READS,
+    output={"table": "results/storage/tables/{name}.csv"},
+    args=ST_PUBLISHED_ARGS + " --out {output.table}",
+)
+analysis_rule(
+    "storage", "storage_claims", script="claims", lib=("analysis", "layout"),
+    inputs={"measurements": ST_OUT["measurements"], "limits": ST_OUT["limits"], "published": ST_PUBLISHED},
+    output={"claims": ST_OUT["claims"]},
+    args="--measurements {input.measurements} --limits {input.limits} --published {input.published}"
+    " --out {output.claims}",
+)
 
 
 rule storage:

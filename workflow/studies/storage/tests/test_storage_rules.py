@@ -1,0 +1,84 @@
+"""The storage rules as Snakemake runs them: a real job of each analysis rule (made by the engine's
+analysis_rule, the figures and tables through one rule each with a {name} wildcard) runs its own
+script; a key only the analysis reads (x-judging) reaches the claims but no benchmark job."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pandas as pd
+import yaml
+
+from .storage_testlib import section, write_raw_tree
+
+OUTS = {
+    "measurements": "results/storage/measurements.csv",
+    "claims": "results/storage/claims.csv",
+    **{n: f"results/storage/tables/{n}.csv" for n in ("figure4", "figure5", "figure6", "table5", "limits", "summary")},
+    **{f"{n}_png": f"results/storage/figures/{n}.png" for n in ("figure4", "figure5", "figure6")},
+}
+
+
+def test_each_analysis_rule_runs_its_own_command(snake, workspace):
+    """storage_figure serves three scripts and storage_table one through a {name} wildcard: each job must
+    run its own script (a rule's shell expression is evaluated again when its job runs; snakemake -n
+    cannot show a job running another rule's command) and write its own log and benchmark file."""
+    cfg = section(cosbench={"sizes": ["4KB", "1MB"], "workers": [1, 4]}, mdtest={"tasks": [1, 2]})
+    write_raw_tree(workspace, cfg)
+    (workspace / "overlay.yaml").write_text(yaml.safe_dump({"storage": cfg}))
+    snake(*OUTS.values(), "--profile", "profiles/local", "--configfile", "config/local.yaml", "overlay.yaml",
+          "--allowed-rules", "storage_aggregate", "storage_figure", "storage_table", "storage_claims",
+          "--rerun-triggers", "mtime", timeout=500)
+    read = {k: pd.read_csv(workspace / p) for k, p in OUTS.items() if p.endswith(".csv")}
+    metrics = {n: set(read[n]["metric"]) for n in ("figure4", "figure5", "figure6")}
+    # Figure 4: response time, Figure 5: throughput, Figure 6: mdtest rates per phase
+    assert metrics == {"figure4": {"avg_res_time"}, "figure5": {"throughput"}, "figure6": {"rate"}}, metrics
+    assert "op_label" in read["figure6"]
+    assert {"max", "min", "published"} <= set(read["table5"].columns)  # Table 5
+    assert set(read["limits"]["stack"]) == set(cfg["stacks"]) and len(read["summary"])
+    assert len(read["claims"]) > 10 and "verdict" in read["claims"]
+    for name in ("figure4", "figure5", "figure6"):
+        assert (workspace / OUTS[f"{name}_png"]).stat().st_size > 10_000
+    for script in ("aggregate", "figure4", "figure5", "figure6", "table5", "claims"):
+        assert (workspace / f"results/storage/log/{script}.log").exists(), script
+        assert (workspace / f"results/storage/benchmarks/storage_{script}.tsv").exists(), script
+    assert "rows from" in (workspace / "results/storage/log/aggregate.log").read_text()
+
+
+def storage_commands(snake, workspace, overlay: dict) -> dict[str, list[str]]:
+    """The storage jobs' commands in the cluster plan (config/config.yaml + `overlay`), by module."""
+    (workspace / "overlay.yaml").write_text(yaml.safe_dump(overlay))
+    out = snake("-n", "-p", "-F", "storage", "--profile", "profiles/slurm", "--configfile", "config/config.yaml",
+                "overlay.yaml", timeout=600).stdout
+    by: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        if "-m studies.storage." in line:
+            module = line.split("-m studies.storage.")[1].split()[0]
+            by.setdefault(module, []).append(line)
+    return by
+
+
+def add_judging_key(workspace) -> None:
+    """A key the storage schema marks x-judging (the study has none of its own yet: every key of its
+    section is read by run.py or layout.py -- see the README), added in the test's copy only."""
+    path = workspace / "workflow/studies/storage/schema.yaml"
+    schema = yaml.safe_load(path.read_text())
+    schema["properties"]["probe_tolerance"] = {"type": "number", "default": 0.1, "x-judging": True}
+    path.write_text(yaml.safe_dump(schema))
+
+
+def test_a_judging_key_changes_no_benchmark_command(snake, workspace):
+    """Changing an x-judging value changes the analysis jobs' --config but not one benchmark job's
+    command (they get run_json): a tolerance edit never re-runs a stack (fails with study_json there)."""
+    add_judging_key(workspace)
+    on = {"storage": {"enabled": True}}
+    a = storage_commands(snake, workspace, on)
+    b = storage_commands(snake, workspace, {"storage": {"enabled": True, "probe_tolerance": 0.5}})
+    assert len(a["run"]) >= 13, sorted(a)  # every stack x benchmark x repeat and both limits x repeats
+    assert a["run"] == b["run"], "a benchmark job's command changed with an x-judging value"
+    for cmd in a["run"]:
+        assert "probe_tolerance" not in cmd, cmd[:300]
+    assert a["claims"] != b["claims"]
+    cfg = json.loads(shlex.split(b["claims"][0].split("--config ")[1])[0])
+    assert cfg["probe_tolerance"] == 0.5
