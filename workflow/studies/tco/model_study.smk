@@ -3,12 +3,15 @@
 #
 #   <study>_run        python3 -m studies.<study>.model --config CFG --<key> OUT ...   (raw files)
 #   <study>_aggregate  python3 -m studies.<study>.analyze --<key> IN ... --published P --<key> OUT ...
-#   <study>_figure     python3 -m studies.<study>.<figure> --series .. --break-even .. --published ..
-#                      --config CFG --out results/<study>/figures/<figure>.png
+#   <study>_figure     python3 -m studies.<study>.<figure> --config CFG --series .. --break-even ..
+#                      --published .. --out results/<study>/figures/<figure>.png
 #
 # Each `--<key>` is an entry of the study's OUT dict (underscores become dashes), in the order
 # given, so the commands are those the studies wrote by hand before (same rule names, jobs and
-# command lines). Included by both studies' rules.smk (defining the function twice is harmless).
+# command lines; the figure's --config now comes first). The figure rule is the engine's
+# analysis_rule. The run rule's command fits it too, but analysis_rule names its benchmark file
+# after the script (<study>_model.tsv, not <study>_run.tsv); the aggregate takes no --config.
+# Included by both studies' rules.smk (defining the function twice is harmless).
 
 
 def model_study(
@@ -99,33 +102,15 @@ def model_study(
             + flags("output", aggregate_outputs)
             + " > {log} 2>&1"
 
-    rule:
-        """The paper's figure (figures/{name}.png), from the model's series."""
-        name:
-            f"{study}_figure"
-        input:
-            analysis_image_input(),
-            code=f"{STUDIES}/{study}/{{name}}.py",
-            series=out["series"],
-            break_even=out["break_even"],
-            published=f"{STUDIES}/{study}/published.csv",
-        output:
-            f"results/{study}/figures/{{name}}.png",
-        log:
-            f"results/{study}/log/{{name}}.log",
-        benchmark:
-            bench_log(study, f"{study}_{{name}}")
-        wildcard_constraints:
-            name=figure,
-        container:
-            ANALYSIS_IMAGE
-        resources:
-            **analysis_resources(),
-        params:
-            cfg=lambda wc: study_json(study),
-        shell:
-            f"python3 -m studies.{study}.{{wildcards.name}} --series {{input.series}} --break-even {{input.break_even}}"
-            " --published {input.published} --config {params.cfg} --out {output} > {log} 2>&1"
+    # the paper's figure (figures/<figure>.png), from the model's series
+    analysis_rule(
+        study, f"{study}_figure", script="{name}", names=[figure],
+        inputs={"series": out["series"], "break_even": out["break_even"],
+                "published": f"{STUDIES}/{study}/published.csv"},
+        output={"figure": f"results/{study}/figures/{{name}}.png"},
+        args="--series {input.series} --break-even {input.break_even} --published {input.published}"
+        " --out {output.figure}",
+    )
 
     rule:
         name:
