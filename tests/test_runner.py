@@ -1,0 +1,109 @@
+"""The one run contract (repro.runner): arguments, the recording block, failure records, SIGTERM."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from repro import rawio, runner
+from repro.testing import REPO, project_env
+
+RUN = runner.Experiments("toy")
+CLEANED = []
+
+
+@RUN.experiment("ok", system_kind="stand-in:toy")
+def _ok(ctx):
+    rec = ctx.record({"toy": "1"})
+    rec["metrics"] = [rawio.metric("x", float(ctx.params["x"]) * ctx.cfg["scale"], "s")]
+    return rec
+
+
+@RUN.experiment("bad")
+def _bad(ctx):
+    rec = ctx.record()
+    rec["metrics"] = [rawio.metric("x", 1.0, "s")]
+    raise runner.RunFailed("the check failed", rec)
+
+
+@RUN.experiment("crash")
+def _crash(ctx):
+    ctx.record()
+    raise KeyError("boom")
+
+
+@RUN.experiment("terminated")
+def _terminated(ctx):
+    ctx.record()
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)  # the handler raises Terminated here
+        raise AssertionError("SIGTERM did not stop the experiment")
+    finally:
+        CLEANED.append(ctx.experiment)
+
+
+def _argv(exp, out, **params):
+    return [exp, "--config", json.dumps({"scale": 2}), "--params", json.dumps(params or {"x": 3}),
+            "--rep", "1", "--out", str(out)]
+
+
+def test_a_returned_record_is_the_raw_file(tmp_path):
+    out = tmp_path / "raw/x~3/rep~1.json"
+    rawio.write_failure(out, rawio.new_record("toy", "ok", {}, 1, "real"), "an earlier failure")
+    assert RUN.main(_argv("ok", out)) == 0
+    rec = rawio.read(out)
+    assert (rec["study"], rec["experiment"], rec["params"], rec["rep"]) == ("toy", "ok", {"x": 3}, 1)
+    assert rec["system_kind"] == "stand-in:toy" and rawio.value(rec, "x") == 6.0
+    assert not rawio.failure_path(out).exists()  # the earlier failure record is gone
+
+
+@pytest.mark.parametrize("exp,why", [("bad", "the check failed"), ("crash", "KeyError: 'boom'")])
+def test_a_failure_is_a_failure_record_never_a_raw_file(tmp_path, exp, why):
+    out = tmp_path / "raw/x~3/rep~1.json"
+    assert RUN.main(_argv(exp, out)) == 1
+    assert not out.exists()
+    rec = json.loads(rawio.failure_path(out).read_text())
+    assert rec["status"] == "failed" and rec["failure"] == why and rec["experiment"] == exp
+
+
+def test_sigterm_runs_the_clean_up_and_records_a_failure(tmp_path):
+    out = tmp_path / "raw/x~3/rep~1.json"
+    assert RUN.main(_argv("terminated", out)) == 143
+    assert CLEANED == ["terminated"]
+    assert json.loads(rawio.failure_path(out).read_text())["failure"] == "stopped by SIGTERM"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is given back
+
+
+def test_bad_arguments_fail_naming_what(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        RUN.main(["nope", "--config", "{}", "--out", str(tmp_path / "raw/a.json")])
+    assert "invalid choice" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        RUN.main(["ok", "--config", "{}", "--params", "[1]", "--out", str(tmp_path / "raw/a.json")])
+    assert "--params must be a JSON object" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        RUN.main(["ok", "--config", "{}"])
+    assert "missing: out" in capsys.readouterr().err
+
+
+def test_the_smoke_study_runs_on_the_contract(tmp_path):
+    """A real MPI run of studies.smoke.run (2 ranks), then its injected fault as a failure record."""
+    out = tmp_path / "raw/nodes~1/rep~0.json"
+    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-n", "2", sys.executable, "-m", "studies.smoke.run",
+           "layout_probe", "--config", json.dumps({"bcast_mib": 1, "fail_if_exists": str(tmp_path / "fault-{n}")}),
+           "--params", '{"nodes": 1}', "--out", str(out)]
+    env = dict(project_env(), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rec = rawio.read(out)
+    assert rawio.value(rec, "ranks") == 2 and rec["sanity"]["ranks_match"] is True
+    assert "[smoke layout_probe rep 0]" in proc.stdout
+    (tmp_path / "fault-1").touch()
+    out.unlink()
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and not out.exists()
+    assert "no_injected_fault" in json.loads(rawio.failure_path(out).read_text())["failure"]
