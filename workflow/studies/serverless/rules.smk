@@ -166,111 +166,33 @@ for _sl_r in SL_RUN_RULES:
             "{params.exec} python3 -m studies.serverless.run --config {params.cfg} {params.args} > {log} 2>&1"
 
 
-rule serverless_aggregate:
-    """The tidy table (every expected configuration: ok, failed or not run), the summary and the
-    limits table, from the raw files only."""
-    input:
-        analysis_image_input(),
-        sl_raw_inputs,
-        code=study_code("serverless", "aggregate", "analysis", "layout"),
-    output:
-        measurements=SL_OUT["measurements"],
-        summary=SL_OUT["summary"],
-        limits=SL_OUT["limits"],
-    log:
-        "results/serverless/log/aggregate.log",
-    benchmark:
-        bench_log("serverless", "serverless_aggregate")
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    params:
-        cfg=lambda wc: study_json("serverless"),
-    shell:
-        "python3 -m studies.serverless.aggregate --config {params.cfg} --measurements {output.measurements}"
-        " --summary {output.summary} --limits {output.limits} > {log} 2>&1"
-
-
-# Tables 1-3 (tables/{name}.csv, the published values beside), Figures 1-3 (figures/{name}.png and
-# the data each draws, tables/{name}.csv) and the claims: one shape, from the tidy table and the
-# published values only (params: the script and its output flags; see the run rules on loops).
-SL_ANALYSIS_RULES = [
-    {
-        "name": "serverless_table",
-        "code": {"code": f"{SL_DIR}/{{name}}.py", "lib": study_code("serverless", "analysis", "layout")},
-        "output": ["results/serverless/tables/{name}.csv"],
-        "named_output": {},
-        "log": "results/serverless/log/{name}.log",
-        "benchmark": bench_log("serverless", "serverless_{name}"),
-        "constraints": {"name": "|".join(SL_TABLES)},
-        "params": {"script": lambda wc: wc.name, "out": lambda wc, output: f"--out {output}"},
-    },
-    {
-        "name": "serverless_figure",
-        "code": {
-            "code": f"{SL_DIR}/{{name}}.py",
-            "lib": study_code("serverless", "analysis", "layout", "plots"),
-        },
-        "output": [],
-        "named_output": {
-            "table": "results/serverless/tables/{name}.csv",
-            "figure": "results/serverless/figures/{name}.png",
-        },
-        "log": "results/serverless/log/{name}.log",
-        "benchmark": bench_log("serverless", "serverless_{name}"),
-        "constraints": {"name": "|".join(SL_FIGURES)},
-        "params": {
-            "script": lambda wc: wc.name,
-            "out": lambda wc, output: f"--table {output.table} --out {output.figure}",
-        },
-    },
-    {
-        "name": "serverless_claims",
-        "code": {"code": study_code("serverless", "claims", "analysis", "layout")},
-        "output": [SL_OUT["claims"]],
-        "named_output": {},
-        "log": "results/serverless/log/claims.log",
-        "benchmark": bench_log("serverless", "serverless_claims"),
-        "constraints": {},
-        "params": {"script": "claims", "out": lambda wc, output: f"--out {output}"},
-    },
-]
-
-for _sl_a in SL_ANALYSIS_RULES:
-
-    rule:
-        name:
-            _sl_a["name"]
-        input:
-            analysis_image_input(),
-            **_sl_a["code"],
-            measurements=SL_OUT["measurements"],
-            published=SL_PUBLISHED,
-        output:
-            *_sl_a["output"],
-            **_sl_a["named_output"],
-        log:
-            _sl_a["log"],
-        benchmark:
-            _sl_a["benchmark"]
-        wildcard_constraints:
-            **_sl_a["constraints"],
-        container:
-            ANALYSIS_IMAGE
-        resources:
-            **analysis_resources(),
-        params:
-            cfg=lambda wc: study_json("serverless"),
-            **_sl_a["params"],
-        shell:
-            "python3 -m studies.serverless.{params.script} --config {params.cfg} --measurements {input.measurements}"
-            " --published {input.published} {params.out} > {log} 2>&1"
-
-
-rule serverless_kick:
-    input:
-        _sl_kick(),
+# The tidy table (every expected configuration: ok, failed or not run), the summary and the limits
+# table, from the raw files only; Tables 1-3 (tables/{name}.csv, the published values beside),
+# Figures 1-3 (figures/{name}.png and the data each draws, tables/{name}.csv) and the claims, from the
+# tidy table and the published values only. The engine's analysis_rule gives each its log, benchmark,
+# image and resources.
+SL_READS = {"measurements": SL_OUT["measurements"], "published": SL_PUBLISHED}
+SL_READ_ARGS = "--measurements {input.measurements} --published {input.published}"
+analysis_rule(
+    "serverless", "serverless_aggregate", script="aggregate", lib=("analysis", "layout"), raw=sl_raw_inputs,
+    output={k: SL_OUT[k] for k in ("measurements", "summary", "limits")},
+    args="--measurements {output.measurements} --summary {output.summary} --limits {output.limits}",
+)
+analysis_rule(
+    "serverless", "serverless_table", script="{name}", names=SL_TABLES, lib=("analysis", "layout"),
+    inputs=SL_READS, output={"table": "results/serverless/tables/{name}.csv"},
+    args=SL_READ_ARGS + " --out {output.table}",
+)
+analysis_rule(
+    "serverless", "serverless_figure", script="{name}", names=SL_FIGURES, lib=("analysis", "layout", "plots"),
+    inputs=SL_READS,
+    output={"table": "results/serverless/tables/{name}.csv", "figure": "results/serverless/figures/{name}.png"},
+    args=SL_READ_ARGS + " --table {output.table} --out {output.figure}",
+)
+analysis_rule(
+    "serverless", "serverless_claims", script="claims", lib=("analysis", "layout"), inputs=SL_READS,
+    output={"claims": SL_OUT["claims"]}, args=SL_READ_ARGS + " --out {output.claims}",
+)
 
 
 rule serverless:

@@ -1,5 +1,7 @@
 """The whole study through Snakemake at a tiny scale (every rule: images, the three run rules, the
-limits, aggregate, tables, figures, claims): the report's inputs exist and every row is labelled."""
+limits, aggregate, tables, figures, claims): the report's inputs exist and every row is labelled, and
+a real job of each generated analysis rule ran its own script (a rule's shell expression is evaluated
+again when its job runs; snakemake -n cannot show a job running another rule's command)."""
 
 from __future__ import annotations
 
@@ -39,3 +41,22 @@ def test_tiny_study_through_snakemake(snake, workspace):
     go = cl.set_index("claim_id").loc["bytes_nuclio_go_fails_above_2MiB"]
     assert go["verdict"] == "informative" and "[would read: reproduced]" in go["reproduced"]
     assert (res / "benchmarks/serverless_aggregate.tsv").exists()
+    _each_analysis_job_ran_its_own_script(res)
+
+
+def _each_analysis_job_ran_its_own_script(res):
+    """serverless_table/_figure serve three scripts each through a {name} wildcard (analysis_rule)."""
+    heads = {n: (res / f"tables/{n}.csv").read_text().splitlines()[0] for n in ("table1", "table2", "table3")}
+    assert len(set(heads.values())) == 3, heads  # each table its own script's columns
+    assert heads["table1"].startswith("variant,platform,label,peak_images_per_s"), heads
+    assert "peak_mib_per_s" in heads["table2"] and heads["table3"].startswith("platform,label"), heads
+    fig = {n: pd.read_csv(res / f"tables/{n}.csv", keep_default_na=False) for n in ("figure1", "figure2", "figure3")}
+    assert set(fig["figure1"].variant) == {"processing"} and set(fig["figure2"].variant) == {"null-processing"}
+    assert {"size", "med"} <= set(fig["figure3"].columns) and set(fig["figure3"].variant) <= {"single", "parallel"}
+    for n in ("figure1", "figure2", "figure3"):  # the figure job's log: its own script wrote its own files
+        log = (res / f"log/{n}.log").read_text()
+        assert log.startswith(f"serverless_{n}: wrote results/serverless/figures/{n}.png"), log[:300]
+        assert (res / f"benchmarks/serverless_{n}.tsv").exists()
+    for n in ("table1", "table2", "table3", "claims"):
+        assert (res / f"benchmarks/serverless_{n}.tsv").exists()
+    assert (res / "claims.csv").read_text().startswith("study,claim_id,claim,")
