@@ -29,18 +29,14 @@ TARGET = "memfs_workflows"
 
 
 # where each claim's evidence is shown (the output column of the claims table)
+_TABLE23 = ("rule memfs_wf_table23", "results/memfs/tables/table2_3_memory_distribution.csv")
+_FIG = {n: ("rule memfs_wf_figure", f"results/memfs/figures/figure2_{n}.png")
+        for n in ("7_vertical", "8_horizontal", "9_memory")}
 EVIDENCE = {
-    "W1": ("rule memfs_wf_table23", "results/memfs/tables/table2_3_memory_distribution.csv"),
-    "W2": ("rule memfs_wf_table23", "results/memfs/tables/table2_3_memory_distribution.csv"),
-    "W3": ("rule memfs_wf_table23", "results/memfs/tables/table2_3_memory_distribution.csv"),
-    "W4": ("rule memfs_wf_figure", "results/memfs/figures/figure2_9_memory.png"),
-    "W5": ("rule memfs_wf_figure", "results/memfs/figures/figure2_9_memory.png"),
-    "W6": ("rule memfs_wf_figure", "results/memfs/figures/figure2_7_vertical.png"),
-    "W7": ("rule memfs_wf_figure", "results/memfs/figures/figure2_8_horizontal.png"),
-    "W8": ("rule memfs_wf_figure", "results/memfs/figures/figure2_7_vertical.png"),
-    "W9": ("rule memfs_wf_figure", "results/memfs/figures/figure2_7_vertical.png"),
-    "W10": ("rule memfs_wf_figure", "results/memfs/figures/figure2_8_horizontal.png"),
-    "W11": ("rule memfs_wf_figure", "results/memfs/figures/figure2_7_vertical.png"),
+    **dict.fromkeys(("W1", "W2", "W3"), _TABLE23),
+    **dict.fromkeys(("W4", "W5"), _FIG["9_memory"]),
+    **dict.fromkeys(("W6", "W8", "W9", "W11"), _FIG["7_vertical"]),
+    **dict.fromkeys(("W7", "W10"), _FIG["8_horizontal"]),
     "I": ("rule memfs_wf_tidy", "results/memfs/tables/workflows_summary.csv"),
 }
 

@@ -18,20 +18,27 @@ mkdir -p "$(dirname "$out")" && printf '%s\\n' "$*" > "$out"
 """
 
 
-def test_each_run_rule_runs_its_own_experiment(tmp_path):
+def run_shimmed(tmp_path, shim_text, *args, overlay=""):
+    """snakemake ARGS in a copy of the repository with `shim_text` as the python3 on PATH; the copy."""
     work = tmp_path / "repo"
     copy_repo(work)
     shim = tmp_path / "bin"
     shim.mkdir()
-    (shim / "python3").write_text(SHIM)
+    (shim / "python3").write_text(shim_text)
     (shim / "python3").chmod(0o755)
+    (work / "overlay.yaml").write_text(overlay or "{}\n")
+    env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}")
+    r = subprocess.run(["snakemake", *args, "--profile", "profiles/local", "--configfile", "config/local.yaml",
+                        "overlay.yaml"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    return work
+
+
+def test_each_run_rule_runs_its_own_experiment(tmp_path):
     kick = {"network": "IPoIB", "nodes": [2], "size": "1MiB"}
     cfg = {"kick": kick, "memfs": {"threads": 8}}
     paths = layout.kick_paths(cfg)
-    env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}")
-    r = subprocess.run(["snakemake", *paths, "--profile", "profiles/local", "-F"], cwd=work, env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    work = run_shimmed(tmp_path, SHIM, *paths, "-F")
     for p in paths:
         exp = p.split("/")[3]  # results/memfs/raw/<experiment>/...
         args = (work / p).read_text().split()
@@ -63,19 +70,8 @@ for a in "$@"; do case "$a" in results/*issue13*.csv) w "$a"; w "${a%.csv}.md";;
 
 
 def test_each_analysis_job_runs_its_own_module(tmp_path):
-    work = tmp_path / "repo"
-    copy_repo(work)
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    (shim / "python3").write_text(WRITE_SHIM)
-    (shim / "python3").chmod(0o755)
     # no raw files: with allow_incomplete the analysis reads the ones that exist, no run job is planned
-    (work / "overlay.yaml").write_text("allow_incomplete: true\n")
-    env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}")
-    r = subprocess.run(["snakemake", *ANALYSIS_OUTPUTS, "--profile", "profiles/local", "--configfile",
-                        "config/local.yaml", "overlay.yaml"], cwd=work, env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    work = run_shimmed(tmp_path, WRITE_SHIM, *ANALYSIS_OUTPUTS, overlay="allow_incomplete: true\n")
     for path, module in ANALYSIS_OUTPUTS.items():
         args = (work / path).read_text().split()
         assert args[:2] == ["-m", f"studies.memfs.{module}"], (path, args[:4])
