@@ -322,7 +322,8 @@ int fetch_stripe(mc_ctx *c, const memfs_rec *rec, int pref, uint64_t n,
 enum { W_FREE, W_FILLING, W_INFLIGHT };
 
 /* The head both open-file handles start with (hbase in io.h is its first field: memfs.c tells
- * them apart by kind), and its initialisation (path copied, record copied). */
+ * them apart by kind), its initialisation (path copied, record copied), and the freeing of a
+ * handle: its slots' buffers (field buf of each of its nslots slots), then the head, then h. */
 #define HANDLE_HEAD                                                                           \
     int             kind;                                                                     \
     pthread_mutex_t mu;                                                                       \
@@ -337,6 +338,15 @@ enum { W_FREE, W_FILLING, W_INFLIGHT };
         pthread_cond_init(&(h)->cv, NULL);                                                    \
         (h)->path = strdup(p);                                                                \
         (h)->rec = *(r);                                                                      \
+    } while (0)
+#define HANDLE_FREE(h, buf)                                                                   \
+    do {                                                                                      \
+        for (int i_ = 0; i_ < (h)->nslots; i_++) free((h)->slots[i_].buf);                    \
+        free((h)->slots);                                                                     \
+        free((h)->path);                                                                      \
+        pthread_mutex_destroy(&(h)->mu);                                                      \
+        pthread_cond_destroy(&(h)->cv);                                                       \
+        free(h);                                                                              \
     } while (0)
 
 typedef struct {
@@ -699,12 +709,7 @@ int whandle_release(whandle *h)
     h->of->w = NULL;
     pthread_mutex_unlock(&ot_mu);
     ot_put(h->of, h->size);
-    for (int i = 0; i < h->nslots; i++) free(h->slots[i].buf);
-    free(h->slots);
-    free(h->path);
-    pthread_mutex_destroy(&h->mu);
-    pthread_cond_destroy(&h->cv);
-    free(h);
+    HANDLE_FREE(h, buf);
     __atomic_fetch_sub(&G_open_write, 1, __ATOMIC_RELAXED);
     return r;
 }
@@ -741,15 +746,7 @@ struct rhandle {
     uint64_t        nstripes;
 };
 
-static void rfree(rhandle *h)
-{
-    for (int i = 0; i < h->nslots; i++) free(h->slots[i].data);
-    free(h->slots);
-    free(h->path);
-    pthread_mutex_destroy(&h->mu);
-    pthread_cond_destroy(&h->cv);
-    free(h);
-}
+static void rfree(rhandle *h) { HANDLE_FREE(h, data); }
 
 static void rinstall(rslot *s, uint32_t seq, int err, char *d, size_t dl)
 {

@@ -11,6 +11,7 @@
 #include <fuse.h>
 #include <fuse_lowlevel.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
@@ -312,50 +313,102 @@ static void rec_new(memfs_rec *r, char type, mode_t mode)
     r->mt_nsec = ts.tv_nsec;
 }
 
+/* path's record, which must be a directory (dir = 1; else -ENOTDIR) or must not be one (dir = 0;
+ * else -EISDIR): 0 or -errno. */
+static int meta_get_as(mc_ctx *c, const char *path, memfs_rec *r, int dir)
+{
+    int e = meta_get(c, path, r, NULL);
+    if (e) return -e;
+    if ((r->type == 'd') != dir) return dir ? -ENOTDIR : -EISDIR;
+    return 0;
+}
+
+/* A change to the name space (create, mkdir, unlink, rmdir): this thread's memcached handles,
+ * the path split into its parent directory and its entry name, and (unlink, rmdir) the path's
+ * record. */
+typedef struct {
+    mc_ctx *c;
+    const char *name;
+    memfs_rec r;
+    char parent[PATH_MAX];
+} ns_op;
+
+enum { NS_NEW, NS_FILE, NS_DIR }; /* what the path must be: not read yet, a file, a directory */
+
+/* 0; -EINVAL when path cannot be split; for NS_FILE and NS_DIR, what meta_get_as returns. */
+static int ns_start(ns_op *op, const char *path, int want)
+{
+    if (path_split(path, op->parent, sizeof op->parent, &op->name)) return -EINVAL;
+    op->c = tls_ctx();
+    return want == NS_NEW ? 0 : meta_get_as(op->c, path, &op->r, want == NS_DIR);
+}
+
+/* Delete path's item under one key kind (key_meta: its record; key_dir: a directory's entry
+ * log). */
+static memcached_return_t key_delete(mc_ctx *c, size_t (*key)(char *, size_t, const char *),
+                                     const char *path)
+{
+    char k[MEMFS_KEY_MAX + 1];
+    size_t kl = key(k, sizeof k, path);
+    return memcached_delete(c->all, k, kl, 0);
+}
+
+/* Store the record of a new path (memcached add): 0, -EEXIST, -ENAMETOOLONG or -EIO (logged
+ * as what). */
+static int rec_add(mc_ctx *c, const char *what, const char *path, const memfs_rec *r)
+{
+    char mkey[MEMFS_KEY_MAX + 1], buf[MEMFS_REC_MAX];
+    size_t mkl = key_meta(mkey, sizeof mkey, path);
+    int l = rec_format(r, buf, sizeof buf);
+    if (l < 0) return -ENAMETOOLONG;
+    ST_INC(memcached_meta_add);
+    memcached_return_t rc = memcached_add(c->all, mkey, mkl, buf, (size_t)l, 0, 0);
+    if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) return -EEXIST;
+    if (rc != MEMCACHED_SUCCESS) return meta_err(c, what, path, rc);
+    return 0;
+}
+
+/* The last step of a create or mkdir: the new entry (type 'f' or 'd') in its parent's entry log.
+ * If that fails, the new record (and a directory's entry log) are deleted again: -ENOENT when the
+ * parent vanished, else -EIO (logged as what). */
+static int ns_link(const ns_op *op, const char *what, const char *path, char type)
+{
+    memcached_return_t rc;
+    if (!dir_append(op->c, op->parent, type, op->name, &rc)) return 0;
+    key_delete(op->c, key_meta, path);
+    if (type == 'd') key_delete(op->c, key_dir, path);
+    if (rc == MEMCACHED_NOTSTORED) return -ENOENT; /* parent vanished */
+    return meta_err(op->c, what, path, rc);
+}
+
 static int m_mkdir(const char *path, mode_t mode)
 {
     ST_INC(meta_ops_mkdir);
     if (is_stats(path)) return -EEXIST;
-    char parent[PATH_MAX];
-    const char *name;
-    if (path_split(path, parent, sizeof parent, &name)) return -EINVAL;
-    mc_ctx *c = tls_ctx();
-    memfs_rec r;
-    rec_new(&r, 'd', S_IFDIR | (mode & 07777));
-    char mkey[MEMFS_KEY_MAX + 1], dkey[MEMFS_KEY_MAX + 1], buf[MEMFS_REC_MAX];
-    size_t mkl = key_meta(mkey, sizeof mkey, path), dkl = key_dir(dkey, sizeof dkey, path);
-    int l = rec_format(&r, buf, sizeof buf);
-    ST_INC(memcached_meta_add);
-    memcached_return_t rc = memcached_add(c->all, mkey, mkl, buf, (size_t)l, 0, 0);
-    if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) return -EEXIST;
-    if (rc != MEMCACHED_SUCCESS) return meta_err(c, "mkdir", path, rc);
+    ns_op op;
+    int e = ns_start(&op, path, NS_NEW);
+    if (e) return e;
+    rec_new(&op.r, 'd', S_IFDIR | (mode & 07777));
+    if ((e = rec_add(op.c, "mkdir", path, &op.r))) return e;
+    char dkey[MEMFS_KEY_MAX + 1];
+    size_t dkl = key_dir(dkey, sizeof dkey, path);
     ST_INC(memcached_meta_set);
-    rc = memcached_set(c->all, dkey, dkl, "", 0, 0, 0);
+    memcached_return_t rc = memcached_set(op.c->all, dkey, dkl, "", 0, 0, 0);
     if (rc != MEMCACHED_SUCCESS) {
-        memcached_delete(c->all, mkey, mkl, 0);
-        return meta_err(c, "mkdir (entry log)", path, rc);
+        key_delete(op.c, key_meta, path);
+        return meta_err(op.c, "mkdir (entry log)", path, rc);
     }
-    if (dir_append(c, parent, 'd', name, &rc)) {
-        memcached_delete(c->all, mkey, mkl, 0);
-        memcached_delete(c->all, dkey, dkl, 0);
-        if (rc == MEMCACHED_NOTSTORED) return -ENOENT; /* parent vanished */
-        return meta_err(c, "mkdir (parent log)", path, rc);
-    }
-    return 0;
+    return ns_link(&op, "mkdir (parent log)", path, 'd');
 }
 
 static int m_rmdir(const char *path)
 {
     ST_INC(meta_ops_rmdir);
     if (!strcmp(path, "/")) return -EBUSY;
-    char parent[PATH_MAX];
-    const char *name;
-    if (path_split(path, parent, sizeof parent, &name)) return -EINVAL;
-    mc_ctx *c = tls_ctx();
-    memfs_rec r;
-    int e = meta_get(c, path, &r, NULL);
-    if (e) return -e;
-    if (r.type != 'd') return -ENOTDIR;
+    ns_op op;
+    int e = ns_start(&op, path, NS_DIR);
+    if (e) return e;
+    mc_ctx *c = op.c;
     char mkey[MEMFS_KEY_MAX + 1], dkey[MEMFS_KEY_MAX + 1];
     size_t mkl = key_meta(mkey, sizeof mkey, path), dkl = key_dir(dkey, sizeof dkey, path);
     for (int tries = 0;; tries++) {
@@ -389,7 +442,7 @@ static int m_rmdir(const char *path)
     memcached_return_t rc = memcached_delete(c->all, mkey, mkl, 0);
     if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_NOTFOUND) return meta_err(c, "rmdir", path, rc);
     memcached_delete(c->all, dkey, dkl, 0);
-    if (dir_append(c, parent, 'x', name, &rc) && rc != MEMCACHED_NOTSTORED)
+    if (dir_append(c, op.parent, 'x', op.name, &rc) && rc != MEMCACHED_NOTSTORED)
         return meta_err(c, "rmdir (parent log)", path, rc);
     return 0;
 }
@@ -399,10 +452,9 @@ static int m_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     ST_INC(meta_ops_create);
     if (is_stats(path)) return -EEXIST;
     tune_readahead();
-    char parent[PATH_MAX];
-    const char *name;
-    if (path_split(path, parent, sizeof parent, &name)) return -EINVAL;
-    mc_ctx *c = tls_ctx();
+    ns_op op;
+    int e = ns_start(&op, path, NS_NEW);
+    if (e) return e;
     memfs_rec r;
     rec_new(&r, 'f', S_IFREG | (mode & 07777));
     r.state = 'w';
@@ -415,19 +467,9 @@ static int m_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         r.own[0] = C.local;
     }
     if (!key_stripe_base(r.base, sizeof r.base, path, r.gen)) return -ENAMETOOLONG;
-    char mkey[MEMFS_KEY_MAX + 1], buf[MEMFS_REC_MAX];
-    size_t mkl = key_meta(mkey, sizeof mkey, path);
-    int l = rec_format(&r, buf, sizeof buf);
-    if (l < 0) return -ENAMETOOLONG;
-    ST_INC(memcached_meta_add);
-    memcached_return_t rc = memcached_add(c->all, mkey, mkl, buf, (size_t)l, 0, 0);
-    if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) return -EEXIST;
-    if (rc != MEMCACHED_SUCCESS) return meta_err(c, "create", path, rc);
-    if (dir_append(c, parent, 'f', name, &rc)) {
-        memcached_delete(c->all, mkey, mkl, 0);
-        if (rc == MEMCACHED_NOTSTORED) return -ENOENT;
-        return meta_err(c, "create (parent log)", path, rc);
-    }
+    e = rec_add(op.c, "create", path, &r);
+    if (!e) e = ns_link(&op, "create (parent log)", path, 'f');
+    if (e) return e;
     whandle *h = whandle_new(path, &r);
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->direct_io = C.direct_io;
@@ -448,18 +490,16 @@ static int m_open(const char *path, struct fuse_file_info *fi)
         fi->direct_io = 1;
         return 0;
     }
-    mc_ctx *c = tls_ctx();
     memfs_rec r;
-    int e = meta_get(c, path, &r, NULL);
-    if (e == ENOENT && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
+    int e = meta_get_as(tls_ctx(), path, &r, 0);
+    if (e == -ENOENT && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
         /* The kernel still holds a dentry (entry_timeout) for a file that
          * another mount unlinked, so open(O_CREAT) arrives as OPEN, and the
          * kernel strips O_CREAT from FUSE OPEN flags.  A write-mode open of a
          * missing file can only be a create here: create it anew. */
         return m_create(path, 0666 & ~fuse_get_context()->umask, fi);
     }
-    if (e) return -e;
-    if (r.type == 'd') return -EISDIR;
+    if (e) return e;
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
         ST_INC(errors_write_once);
         memfs_log("write-once: %s already exists; it cannot be opened for writing or "
@@ -500,6 +540,12 @@ static int m_open(const char *path, struct fuse_file_info *fi)
         else if ((size) <= (1u << 20)) ST_INC(dir##_le_1m);                    \
         else ST_INC(dir##_gt_1m);                                              \
     } while (0)
+/* and its answer: the bytes answered (r > 0) and the time since t0 */
+#define COUNT_ANSWER(dir, r, t0)                                               \
+    do {                                                                       \
+        if ((r) > 0) ST_ADD(dir##_bytes, (r));                                 \
+        ST_ADD(dir##_ns, now_ns() - (t0));                                     \
+    } while (0)
 
 static int m_read(const char *path, char *buf, size_t size, off_t off,
                   struct fuse_file_info *fi)
@@ -507,32 +553,21 @@ static int m_read(const char *path, char *buf, size_t size, off_t off,
     (void)path;
     ST_INC(io_read_calls);
     hbase *hb = (hbase *)(uintptr_t)fi->fh;
-    if (hb->kind == H_READ || hb->kind == H_WRITE) COUNT_REQ(fuse_read, size);
-    int r;
-    switch (hb->kind) {
-    case H_READ: { /* (libfuse calls m_read_buf instead: kept for completeness) */
-        uint64_t t0 = now_ns();
-        r = rhandle_read((rhandle *)hb, buf, size, off);
-        if (r > 0) ST_ADD(fuse_read_bytes, r);
-        ST_ADD(fuse_read_ns, now_ns() - t0);
-        return r;
-    }
-    case H_WRITE: {
-        uint64_t t0 = now_ns();
-        r = whandle_read((whandle *)hb, buf, size, off);
-        if (r > 0) ST_ADD(fuse_read_bytes, r);
-        ST_ADD(fuse_read_ns, now_ns() - t0);
-        return r;
-    }
-    case H_STATS: {
+    if (hb->kind == H_STATS) {
         shandle *h = (shandle *)hb;
         if ((size_t)off >= h->len) return 0;
         if (size > h->len - (size_t)off) size = h->len - (size_t)off;
         memcpy(buf, h->buf + off, size);
         return (int)size;
     }
-    }
-    return -EBADF;
+    if (hb->kind != H_READ && hb->kind != H_WRITE) return -EBADF;
+    COUNT_REQ(fuse_read, size);
+    uint64_t t0 = now_ns();
+    /* (for H_READ libfuse calls m_read_buf instead: kept for completeness) */
+    int r = hb->kind == H_READ ? rhandle_read((rhandle *)hb, buf, size, off)
+                               : whandle_read((whandle *)hb, buf, size, off);
+    COUNT_ANSWER(fuse_read, r, t0);
+    return r;
 }
 
 /* read through a buffer vector: lets a request of exactly one whole stripe
@@ -548,8 +583,7 @@ static int m_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, 
         ST_INC(io_read_calls);
         COUNT_REQ(fuse_read, size);
         r = rhandle_read_buf((rhandle *)hb, &mem, size, off);
-        if (r > 0) ST_ADD(fuse_read_bytes, r);
-        ST_ADD(fuse_read_ns, now_ns() - t0);
+        COUNT_ANSWER(fuse_read, r, t0);
     } else {
         if (!(mem = malloc(size ? size : 1))) return -ENOMEM;
         r = m_read(path, mem, size, off, fi);
@@ -579,8 +613,7 @@ static int m_write(const char *path, const char *buf, size_t size, off_t off,
         uint64_t t0 = now_ns();
         COUNT_REQ(fuse_write, size);
         int r = whandle_write((whandle *)hb, buf, size, off);
-        if (r > 0) ST_ADD(fuse_write_bytes, r);
-        ST_ADD(fuse_write_ns, now_ns() - t0);
+        COUNT_ANSWER(fuse_write, r, t0);
         return r;
     }
     if (hb->kind == H_STATS) {
@@ -636,23 +669,17 @@ static int m_unlink(const char *path)
 {
     ST_INC(meta_ops_unlink);
     if (is_stats(path)) return -EPERM;
-    char parent[PATH_MAX];
-    const char *name;
-    if (path_split(path, parent, sizeof parent, &name)) return -EINVAL;
-    mc_ctx *c = tls_ctx();
-    memfs_rec r;
-    int e = meta_get(c, path, &r, NULL);
-    if (e) return -e;
-    if (r.type == 'd') return -EISDIR;
-    char mkey[MEMFS_KEY_MAX + 1];
-    size_t mkl = key_meta(mkey, sizeof mkey, path);
+    ns_op op;
+    int e = ns_start(&op, path, NS_FILE);
+    if (e) return e;
     ST_INC(memcached_meta_delete);
-    memcached_return_t rc = memcached_delete(c->all, mkey, mkl, 0);
+    memcached_return_t rc = key_delete(op.c, key_meta, path);
     if (rc == MEMCACHED_NOTFOUND) return -ENOENT;
-    if (rc != MEMCACHED_SUCCESS) return meta_err(c, "unlink", path, rc);
+    if (rc != MEMCACHED_SUCCESS) return meta_err(op.c, "unlink", path, rc);
     /* deletion marker in the parent's entry log */
-    if (dir_append(c, parent, 'x', name, &rc)) return meta_err(c, "unlink (parent log)", path, rc);
-    if (!ot_mark_unlinked(&r)) delete_stripes(c, &r, rec_nstripes(&r));
+    if (dir_append(op.c, op.parent, 'x', op.name, &rc))
+        return meta_err(op.c, "unlink (parent log)", path, rc);
+    if (!ot_mark_unlinked(&op.r)) delete_stripes(op.c, &op.r, rec_nstripes(&op.r));
     return 0;
 }
 
@@ -679,9 +706,8 @@ static int m_truncate(const char *path, off_t size, struct fuse_file_info *fi)
     }
     if (cur < 0) {
         memfs_rec r;
-        int e = meta_get(tls_ctx(), path, &r, NULL);
-        if (e) return -e;
-        if (r.type == 'd') return -EISDIR;
+        int e = meta_get_as(tls_ctx(), path, &r, 0);
+        if (e) return e;
         cur = ot_writer_size(r.gen);
         if (cur < 0) cur = (int64_t)r.size;
     }
@@ -917,6 +943,25 @@ static int parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
+/* A command-line error: "memfs: <message>" on stderr; returns main's exit status for it, 2. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("memfs: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+/* A size option's value (k/m/g suffixes) in lo..hi: 0, or -1 when it is not. */
+static int size_in(const char *val, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    return parse_size(val, out) || *out < lo || *out > hi ? -1 : 0;
+}
+
 /* fuse_main() without its exit status 8 after a signal: SIGTERM/SIGINT/
  * SIGHUP unmount cleanly and exit 0. */
 static int run_fuse(int argc, char **argv)
@@ -1034,10 +1079,7 @@ int main(int argc, char **argv)
                 matched = k;
                 if (a[l] == '=') val = a + l + 1;
                 else if (i + 1 < argc) val = argv[++i];
-                else {
-                    fprintf(stderr, "memfs: %s needs a value\n", longs[k]);
-                    return 2;
-                }
+                else return usage_error("%s needs a value", longs[k]);
                 break;
             }
         }
@@ -1071,54 +1113,35 @@ int main(int argc, char **argv)
         switch (matched) {
         case 0:
             C.servers_arg = strdup(val);
-            if (servers_parse(val, &C.sl, err, sizeof err)) {
-                fprintf(stderr, "memfs: --servers: %s\n", err);
-                return 2;
-            }
+            if (servers_parse(val, &C.sl, err, sizeof err))
+                return usage_error("--servers: %s", err);
             break;
         case 1: policy = val; break;
         case 2: C.local = atoi(val); break;
         case 3:
-            if (parse_size(val, &v) || v < 4096 || v > (64u << 20)) {
-                fprintf(stderr, "memfs: --stripe-size must be 4k..64m\n");
-                return 2;
-            }
+            if (size_in(val, 4096, 64u << 20, &v)) return usage_error("--stripe-size must be 4k..64m");
             C.stripe_size = (uint32_t)v;
             break;
         case 4:
-            if (parse_size(val, &v) || v < 1) {
-                fprintf(stderr, "memfs: bad --buffer-size\n");
-                return 2;
-            }
+            if (size_in(val, 1, UINT64_MAX, &v)) return usage_error("bad --buffer-size");
             C.buffer_size = (size_t)v;
             break;
         case 5:
             C.threads = atoi(val);
-            if (C.threads < 1 || C.threads > 256) {
-                fprintf(stderr, "memfs: --threads must be 1..256\n");
-                return 2;
-            }
+            if (C.threads < 1 || C.threads > 256) return usage_error("--threads must be 1..256");
             break;
         case 6: dist = val; break;
         case 8:
-            if ((C.hash = hash_parse(val)) < 0) {
-                fprintf(stderr, "memfs: unknown --hash %s\n", val);
-                return 2;
-            }
+            if ((C.hash = hash_parse(val)) < 0) return usage_error("unknown --hash %s", val);
             break;
         case 9:
-            if (parse_size(val, &v) || v > (1u << 30)) {
-                fprintf(stderr, "memfs: bad --readahead (bytes, k/m suffixes; 0 = kernel default)\n");
-                return 2;
-            }
+            if (size_in(val, 0, 1u << 30, &v))
+                return usage_error("bad --readahead (bytes, k/m suffixes; 0 = kernel default)");
             C.readahead = (size_t)v;
             break;
         case 7:
             C.timeout_ms = atoi(val);
-            if (C.timeout_ms < 1) {
-                fprintf(stderr, "memfs: bad --timeout-ms\n");
-                return 2;
-            }
+            if (C.timeout_ms < 1) return usage_error("bad --timeout-ms");
             break;
         }
     }
@@ -1134,28 +1157,19 @@ int main(int argc, char **argv)
     }
     if (!C.sl.n) {
         usage(stderr);
-        fprintf(stderr, "memfs: --servers is required\n");
-        return 2;
+        return usage_error("--servers is required");
     }
     if (!strcmp(policy, "symmetric")) C.policy = PLACE_SYMMETRIC;
     else if (!strcmp(policy, "locality")) C.policy = PLACE_LOCALITY;
-    else {
-        fprintf(stderr, "memfs: --policy must be symmetric or locality\n");
-        return 2;
-    }
-    if ((C.dist = dist_parse(dist)) < 0) {
-        fprintf(stderr, "memfs: --distribution must be modula or consistent\n");
-        return 2;
-    }
-    if (C.local >= C.sl.n || (C.policy == PLACE_LOCALITY && C.local < 0)) {
-        fprintf(stderr, "memfs: --local-server must be an index into --servers (0..%d)%s\n",
-                C.sl.n - 1, C.policy == PLACE_LOCALITY ? " and is required for locality" : "");
-        return 2;
-    }
+    else return usage_error("--policy must be symmetric or locality");
+    if ((C.dist = dist_parse(dist)) < 0)
+        return usage_error("--distribution must be modula or consistent");
+    if (C.local >= C.sl.n || (C.policy == PLACE_LOCALITY && C.local < 0))
+        return usage_error("--local-server must be an index into --servers (0..%d)%s", C.sl.n - 1,
+                           C.policy == PLACE_LOCALITY ? " and is required for locality" : "");
     if (!C.mountpoint) {
         usage(stderr);
-        fprintf(stderr, "memfs: no mount point\n");
-        return 2;
+        return usage_error("no mount point");
     }
     if (!have_fsname) {
         fargv[fargc++] = "-o";

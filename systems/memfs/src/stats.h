@@ -27,24 +27,24 @@
     X(errors, missing_stripe) X(errors, bad_stripe_length)                   \
     X(errors, storage) X(errors, metadata)                                   \
     /* per-request breakdown of the data path (times in ns, CLOCK_MONOTONIC) */ \
-    X(fuse_read, count) X(fuse_read, bytes) X(fuse_read, le_128k)            \
-    X(fuse_read, le_512k) X(fuse_read, le_1m) X(fuse_read, gt_1m)            \
-    X(fuse_read, zero_copy) X(fuse_read, ns)                                 \
-    X(fuse_write, count) X(fuse_write, bytes) X(fuse_write, le_128k)         \
-    X(fuse_write, le_512k) X(fuse_write, le_1m) X(fuse_write, gt_1m)         \
-    X(fuse_write, ns)                                                        \
+    MEMFS_REQUESTS(X, fuse_read) X(fuse_read, zero_copy) X(fuse_read, ns)    \
+    MEMFS_REQUESTS(X, fuse_write) X(fuse_write, ns)                          \
     X(copy, write_bytes) X(copy, read_bytes) X(copy, read_zero_copy_bytes)   \
-    X(mc_rtt, get_count) X(mc_rtt, get_ns) X(mc_rtt, set_count)              \
-    X(mc_rtt, set_ns)                                                        \
-    X(pool, write_jobs) X(pool, write_queue_ns) X(pool, write_run_ns)        \
-    X(pool, read_jobs) X(pool, read_queue_ns) X(pool, read_run_ns)           \
+    MEMFS_TIMED(X, mc_rtt, get) MEMFS_TIMED(X, mc_rtt, set)                  \
+    MEMFS_POOL(X, write) MEMFS_POOL(X, read)                                 \
     X(pool, read_cancelled) X(pool, read_detached)                           \
-    X(wait, write_slot_count) X(wait, write_slot_ns)                         \
-    X(wait, read_stripe_count) X(wait, read_stripe_ns)                       \
-    X(wait, inline_fetch_count) X(wait, inline_fetch_ns)                     \
-    X(wait, flush_count) X(wait, flush_ns)                                   \
-    X(wait, release_read_count) X(wait, release_read_ns)                     \
+    MEMFS_TIMED(X, wait, write_slot) MEMFS_TIMED(X, wait, read_stripe)       \
+    MEMFS_TIMED(X, wait, inline_fetch) MEMFS_TIMED(X, wait, flush)           \
+    MEMFS_TIMED(X, wait, release_read)                                       \
     X(lock, acquisitions) X(lock, wait_ns) X(lock, hold_ns)
+/* The FUSE requests of one direction: how many, the bytes answered, and a histogram of the
+ * requested sizes (COUNT_REQ in memfs.c). */
+#define MEMFS_REQUESTS(X, dir)                                               \
+    X(dir, count) X(dir, bytes) X(dir, le_128k) X(dir, le_512k) X(dir, le_1m) X(dir, gt_1m)
+/* Timed events: how many, and the ns they took together. */
+#define MEMFS_TIMED(X, group, what) X(group, what##_count) X(group, what##_ns)
+/* The jobs of one thread pool: how many, and the ns they spent queued and running. */
+#define MEMFS_POOL(X, dir) X(pool, dir##_jobs) X(pool, dir##_queue_ns) X(pool, dir##_run_ns)
 
 typedef struct {
 #define MEMFS_FIELD(g, n) uint64_t g##_##n;
