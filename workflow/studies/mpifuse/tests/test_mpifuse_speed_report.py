@@ -254,3 +254,25 @@ def test_issue22_without_a_ceiling_says_so_and_the_ceiling_counters_show():
     rec = record({**NATIVE, ("fuse-ceiling", "dd"): [3.0, 1.0, 6.0]}, fs_stats=stats)
     b = sr.breakdown(rec).set_index(["variant", "tool"]).loc[("fuse-ceiling", "dd")]
     assert b["READ requests at the server"] == 256 and b["mean request KiB"] == pytest.approx(1024.0)
+
+
+MEASURED = sorted((REPO / "workflow" / "studies" / "mpifuse" / "measured").glob("speed-*.json"))
+
+
+@pytest.mark.parametrize("raw", MEASURED, ids=[p.stem for p in MEASURED])
+def test_measured_runs_are_fixtures_their_reports_regenerate(raw, tmp_path, monkeypatch):
+    """The committed speed runs (measured/: real raw files of this machine, quoted by the READMEs) are
+    fixtures: the report and issue 22's table committed beside each are exactly what the speed report
+    writes from the raw file today (a change to the report's numbers or wording shows here, and the
+    committed files are regenerated with it)."""
+    out = {k: tmp_path / f"{k}.out" for k in ("table", "report", "issue13", "issue22")}
+    argv = ["speed_report", "--raw", str(raw), "--published", str(PUBLISHED)]
+    monkeypatch.setattr("sys.argv", argv + [a for k, p in out.items() for a in (f"--{k}", str(p))])
+    assert sr.main() == 0
+    stem = raw.with_suffix("")
+    assert out["report"].read_text() == stem.with_suffix(".report.md").read_text()
+    assert out["issue22"].read_text() == stem.with_suffix(".issue22.csv").read_text()
+
+
+def test_measured_fixtures_exist():
+    assert len(MEASURED) >= 3, MEASURED  # the three issue-22 runs the READMEs quote
