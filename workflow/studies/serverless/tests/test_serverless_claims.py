@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import serverless_testlib as tl
 from studies.serverless import claims as sc
@@ -28,13 +30,25 @@ def _set(data, key, **vals):
     return d
 
 
-def _scale(data, pred, factor, metrics=None):
-    d = {}
-    for k, v in data.items():
-        if pred(k) and isinstance(v, dict):
-            v = {m: (x * factor if metrics is None or m in metrics else x) for m, x in v.items()}
-        d[k] = v
-    return d
+def _scale(pred, factor, metrics=None):
+    """The change: every metric (or only ``metrics``) of the configurations ``pred`` picks times ``factor``."""
+    def change(data):
+        d = {}
+        for k, v in data.items():
+            if pred(k) and isinstance(v, dict):
+                v = {m: (x * factor if metrics is None or m in metrics else x) for m, x in v.items()}
+            d[k] = v
+        return d
+    return change
+
+
+def _replace(pred, new, ok_only=False):
+    """The data with every configuration whose key ``pred`` picks (``ok_only``: and that ran) replaced
+    by ``new``: metric values or "failed: why", or a function of the key and the old value giving them."""
+    def change(data):
+        return {k: ((new(k, v) if callable(new) else copy.deepcopy(new))
+                    if pred(k) and (isinstance(v, dict) or not ok_only) else v) for k, v in data.items()}
+    return change
 
 
 def _drop(data, pred):
@@ -64,20 +78,29 @@ def test_every_shape_claim_shows_the_papers_number():
             assert any(ch.isdigit() for ch in str(c.published)), (c.claim_id, c.published)
 
 
+def _of(*prefix):
+    """Picks the configurations (workload, variant, platform, instances, size) that start with ``prefix``."""
+    return lambda k: k[:len(prefix)] == prefix
+
+
 def _par(p):
-    return lambda k: k[:3] == ("bytes", "parallel", p)
+    return _of("bytes", "parallel", p)
 
 
 def _sgl(p):
-    return lambda k: k[:3] == ("bytes", "single", p)
+    return _of("bytes", "single", p)
+
+
+def _go_at(size):
+    return lambda k: k[2] == "nuclio-go" and k[4] == size
 
 
 # (builder, claim id, how the data contradicts it)
 CONTRADICTIONS = {
     "nuclio_not_1_5x": (sc.image_nuclio_vs_openfaas, "image_nuclio_1_5x_openfaas",
-                        lambda d: _scale(d, lambda k: k[:3] == ("image", "processing", "nuclio-cpp"), 4.58 / 7.17)),
+                        _scale(_of("image", "processing", "nuclio-cpp"), 4.58 / 7.17)),
     "nuclio_3x": (sc.image_nuclio_vs_openfaas, "image_nuclio_1_5x_openfaas",
-                  lambda d: _scale(d, lambda k: k[:3] == ("image", "processing", "nuclio-cpp"), 2.0)),
+                  _scale(_of("image", "processing", "nuclio-cpp"), 2.0)),
     "nuclio_level_at_4": (sc.image_nuclio_clearly_ahead_from_4, "image_nuclio_clearly_ahead_from_4",
                           _img("processing", "nuclio-cpp", 4, 3.6)),
     "openfaas_peaks_at_8": (sc.image_peak_at_16, "image_peak_at_16_openfaas",
@@ -89,67 +112,60 @@ CONTRADICTIONS = {
     "nuclio_gains_more_8_16": (sc.image_8_to_16_gain_smaller_for_nuclio, "image_8_to_16_gain_smaller_for_nuclio",
                                _img("processing", "openfaas", 16, 4.25)),
     "np_nuclio_ahead": (sc.np_openfaas_slight_edge, "image_np_openfaas_slight_edge",
-                        lambda d: _scale(d, lambda k: k[:3] == ("image", "null-processing", "nuclio-cpp"), 1.2)),
+                        _scale(_of("image", "null-processing", "nuclio-cpp"), 1.2)),
     "np_flat": (sc.image_np_proportional, "image_np_proportional_openfaas",
-                lambda d: {k: ({"images_per_s": 1.0, "throughput": 3.0} if k[:3] == ("image", "null-processing",
-                                                                                      "openfaas") else v)
-                           for k, v in d.items()}),
+                _replace(_of("image", "null-processing", "openfaas"),
+                         {"images_per_s": 1.0, "throughput": 3.0})),
     "nuclio_doubles_8_16": (sc.nuclio_barely_changes_8_16, "image_nuclio_flat_8_to_16",
                             _img("processing", "nuclio-cpp", 16, 13.6)),
     "above_baseline": (sc.image_below_baseline, "image_platforms_below_baseline",
                        _img("processing", "baseline", 16, 5.0)),
     "openfaas_fastest_single": (sc.bytes_single_order, "bytes_single_nuclio_go_fastest",
-                                lambda d: _scale(d, _sgl("openfaas"), 3.0)),
+                                _scale(_sgl("openfaas"), 3.0)),
     "single_nuclio_equals_openfaas": (sc.bytes_single_ratio, "bytes_single_ratio_nuclio-cpp_over_openfaas",
-                                      lambda d: _scale(d, _sgl("openfaas"), 9.64 / 7.47)),
+                                      _scale(_sgl("openfaas"), 9.64 / 7.47)),
     "single_nuclio_twice_openfaas": (sc.bytes_single_ratio, "bytes_single_ratio_nuclio-cpp_over_openfaas",
-                                     lambda d: _scale(d, _sgl("openfaas"), 0.5)),
+                                     _scale(_sgl("openfaas"), 0.5)),
     "single_go_far_ahead": (sc.bytes_single_ratio, "bytes_single_ratio_nuclio-go_over_nuclio-cpp",
-                            lambda d: _scale(d, _sgl("nuclio-go"), 2.0)),
+                            _scale(_sgl("nuclio-go"), 2.0)),
     "single_go_4x_openfaas": (sc.bytes_single_ratio, "bytes_single_ratio_nuclio-go_over_openfaas",
-                              lambda d: _scale(d, _sgl("nuclio-go"), 2.5)),
+                              _scale(_sgl("nuclio-go"), 2.5)),
     "single_smaller_faster": (sc.bytes_single_larger_better, "bytes_single_larger_is_faster_openfaas",
-                              lambda d: {k: ({m: 100.0 / max(k[4], 1) for m in v} if _sgl("openfaas")(k) else v)
-                                         for k, v in d.items()}),
+                              _replace(_sgl("openfaas"), lambda k, v: {m: 100.0 / max(k[4], 1) for m in v})),
     "parallel_no_gain": (sc.bytes_parallel_nuclio_above_openfaas, "bytes_parallel_nuclio_above_openfaas",
-                         lambda d: _scale(d, _par("openfaas"), 1.6)),
+                         _scale(_par("openfaas"), 1.6)),
     "parallel_3x": (sc.bytes_parallel_nuclio_above_openfaas, "bytes_parallel_nuclio_above_openfaas",
-                    lambda d: _scale(d, _par("openfaas"), 0.5)),
+                    _scale(_par("openfaas"), 0.5)),
     "parallel_go_twice": (sc.bytes_parallel_nuclio_go_equals_nuclio, "bytes_parallel_nuclio_go_equals_nuclio",
-                          lambda d: _scale(d, _par("nuclio-go"), 2.0)),
+                          _scale(_par("nuclio-go"), 2.0)),
     "parallel_openfaas_peaks_at_16": (sc.bytes_parallel_peak_4_or_8, "bytes_parallel_peak_4_or_8_openfaas",
-                                      lambda d: _scale(d, lambda k: _par("openfaas")(k) and k[3] == 16, 1.5)),
+                                      _scale(_of("bytes", "parallel", "openfaas", 16), 1.5)),
     "parallel_nuclio_peaks_at_1": (sc.bytes_parallel_peak_4_or_8, "bytes_parallel_peak_4_or_8_nuclio-cpp",
-                                   lambda d: _scale(d, lambda k: _par("nuclio-cpp")(k) and k[3] == 1, 10.0)),
+                                   _scale(_of("bytes", "parallel", "nuclio-cpp", 1), 10.0)),
     "parallel_linear_not_s": (sc.bytes_parallel_s_shape, "bytes_parallel_s_shape_nuclio-cpp",
-                              lambda d: {k: ({"throughput": 33.27 * k[4] / (16 * MiB)} if _par("nuclio-cpp")(k)
-                                             and isinstance(v, dict) else v) for k, v in d.items()}),
+                              _replace(_par("nuclio-cpp"), lambda k, v: {"throughput": 33.27 * k[4] / (16 * MiB)},
+                                       ok_only=True)),
     "parallel_falls_at_the_top": (sc.bytes_parallel_s_shape, "bytes_parallel_s_shape_nuclio-go",
-                                  lambda d: _scale(d, lambda k: _par("nuclio-go")(k) and k[4] == 2 * MiB, 0.5)),
+                                  _scale(lambda k: _par("nuclio-go")(k) and k[4] == 2 * MiB, 0.5)),
     "parallel_flat": (sc.bytes_parallel_s_shape, "bytes_parallel_s_shape_openfaas",
-                      lambda d: {k: ({"throughput": 20.0} if _par("openfaas")(k) and isinstance(v, dict) else v)
-                                 for k, v in d.items()}),
+                      _replace(_par("openfaas"), {"throughput": 20.0}, ok_only=True)),
     "go_accepts_4MiB": (sc.nuclio_go_refuses_above_limit, "bytes_nuclio_go_fails_above_2MiB",
-                        lambda d: {k: ({"throughput": 30.0, "single_mean": 30.0, "single_gmean": 29.0,
-                                        "single_hmean": 28.0} if k[2] == "nuclio-go" and k[4] == 4 * MiB else v)
-                                   for k, v in d.items()}),
+                        _replace(_go_at(4 * MiB), {"throughput": 30.0, "single_mean": 30.0, "single_gmean": 29.0,
+                                                   "single_hmean": 28.0})),
     "go_fails_1KiB": (sc.nuclio_go_refuses_above_limit, "bytes_nuclio_go_fails_above_2MiB",
-                      lambda d: {k: ("failed: HTTP 500: crashed" if k[2] == "nuclio-go" and k[4] == 1024 else v)
-                                 for k, v in d.items()}),
+                      _replace(_go_at(1024), "failed: HTTP 500: crashed")),
     "go_fails_other_way": (sc.nuclio_go_refuses_above_limit, "bytes_nuclio_go_fails_above_2MiB",
-                           lambda d: {k: ("failed: DirectorError: timeout" if k[2] == "nuclio-go" and k[4] == 4 * MiB
-                                          else v) for k, v in d.items()}),
+                           _replace(_go_at(4 * MiB), "failed: DirectorError: timeout")),
     "peak_small": (sc.single_peak_at_largest_size, "bytes_single_peak_at_largest_openfaas",
-                   lambda d: _scale(d, lambda k: _sgl("openfaas")(k) and k[4] == 1024, 1000.0)),
+                   _scale(lambda k: _sgl("openfaas")(k) and k[4] == 1024, 1000.0)),
     "outliers": (sc.means_within_90, "bytes_single_means_within_90_nuclio-go",
-                 lambda d: _scale(d, _sgl("nuclio-go"), 0.5, metrics={"single_hmean"})),
+                 _scale(_sgl("nuclio-go"), 0.5, metrics={"single_hmean"})),
     "go_above_np_images": (sc.bytes_go_below_nuclio_np, "bytes_go_below_nuclio_np_images",
-                           lambda d: _scale(d, _par("nuclio-go"), 1.5)),
+                           _scale(_par("nuclio-go"), 1.5)),
     "go_far_below_np_images": (sc.bytes_go_below_nuclio_np, "bytes_go_below_nuclio_np_images",
-                               lambda d: _scale(d, _par("nuclio-go"), 0.5)),
+                               _scale(_par("nuclio-go"), 0.5)),
     "above_ceiling": (sc.bytes_below_echo_ceiling, "bytes_below_echo_ceiling",
-                      lambda d: {k: ({"throughput": 10.0} if k[0] == "limit" and k[1] == "echo" else v)
-                                 for k, v in d.items()}),
+                      _replace(_of("limit", "echo"), {"throughput": 10.0})),
     "near_iperf": (sc.far_below_iperf, "far_below_iperf",
                    lambda d: _set(d, ("limit", "iperf3", None, None, None), throughput=200.0)),
     "near_iperf_by_images": (sc.far_below_iperf, "far_below_iperf",
