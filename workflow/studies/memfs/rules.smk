@@ -98,7 +98,7 @@ rule memfs_fusegap_run:
         **{k: v for k, v in n_plus_1_resources(0, runtime=MEMFS["runtime_minutes"]).items() if k != "mpi"},
     params:
         cfg=lambda wc: shlex.quote(
-            json.dumps({"memfs": MEMFS["memfs"], "fuse_gap": MEMFS_GAP}, sort_keys=True)
+            json.dumps({"memfs": MEMFS_RUN["memfs"], "fuse_gap": MEMFS_RUN.get("fuse_gap", {})}, sort_keys=True)
         ),
     shell:
         f"({study_module('memfs', 'fusegap')} run --rep {{wildcards.rep}} --config {{params.cfg}}"

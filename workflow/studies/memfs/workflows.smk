@@ -34,11 +34,11 @@ def mwf_run_params(**middle):
     """The params of a workflow run job (memfs_wf_run, memfs_wf_memlimit_run): the launcher's
     settings, ``middle`` (the rule's own), then the timeout, image and environments, in this order."""
     return {
-        "launcher": MWF["launcher"],
-        "network": lambda wc: shlex.quote(json.dumps(MWF["network"])),
-        "memfs_opts": lambda wc: shlex.quote(json.dumps(MWF["memfs_opts"])),
+        "launcher": MWF_RUN["launcher"],
+        "network": lambda wc: shlex.quote(json.dumps(MWF_RUN["network"])),
+        "memfs_opts": lambda wc: shlex.quote(json.dumps(MWF_RUN["memfs_opts"])),
         **middle,
-        "timeout": MWF["task_timeout_s"],
+        "timeout": MWF_RUN["task_timeout_s"],
         "image": (
             f"--image {sif('memfs')}"
             if config["containers"]["use_for_benchmarks"]
@@ -74,7 +74,7 @@ rule memfs_wf_run:
             mem_mb=config["cluster"]["mem_mb_per_node"],
         ),
     params:
-        **mwf_run_params(memcached_mb=MWF["memcached_mb"]),
+        **mwf_run_params(memcached_mb=MWF_RUN["memcached_mb"]),
     shell:
         "({params.mpi_env}; {params.mwf_env} python3 -m mtcwf.run --workflow {wildcards.app}"
         " --inputs results/memfs/wf_inputs/{wildcards.app} --design {wildcards.design}"
