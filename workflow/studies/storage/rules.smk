@@ -60,36 +60,56 @@ rule storage_layer_image:
 ruleorder: storage_layer_image > build_container
 
 
-# one rule per benchmark: the outputs of a job are every (size, workers) of that benchmark
-for _st_bench in st_layout.BENCHMARKS:
-
+def st_run_rule(name, doc, *, what, args, system, output, log, benchmark, wildcards, resources, exec, mpi_env=False):
+    """One run rule: `python3 -m studies.storage.run <what> --config <run section> <args> --launcher L`
+    in the system's image (`exec`), after the MPI environment where the job launches MPI ranks.
+    Made in a function (a rule's shell expression is evaluated again when its job runs)."""
     rule:
         name:
-            f"storage_{_st_bench}_run"
+            name
         input:
-            st_system_inputs(_st_bench),
+            system,
             code=study_code("storage", "run", "layout"),
         output:
-            st_layout.job_output_patterns(ST, _st_bench),
+            output,
         log:
-            f"results/storage/log/run/stack~{{stack}}/benchmark~{_st_bench}/rep~{{rep}}.log",
+            log,
         benchmark:
-            st_bench(f"storage_{_st_bench}_run", stack="{stack}", rep="{rep}")
+            benchmark
         wildcard_constraints:
-            stack="|".join(st_layout.STACKS),
+            **wildcards,
             rep=r"[0-9]+",
         resources:
-            **n_plus_1_resources(ST_NODES, runtime=ST["runtime_minutes"]),
+            **resources,
         params:
-            bench=_st_bench,
-            exec=lambda wc, b=_st_bench: system_exec(st_image(wc.stack, b)),
+            exec=exec,
             cfg=lambda wc: run_json("storage"),
             mpi_env=MPI_ENV,
             launcher_kind=LAUNCHER,
         shell:
-            "({params.mpi_env}; {params.exec} python3 -m studies.storage.run stack --config {params.cfg}"
-            " --stack {wildcards.stack} --benchmark {params.bench} --rep {wildcards.rep}"
-            " --launcher {params.launcher_kind}) > {log} 2>&1"
+            "(" + ("{params.mpi_env}; " if mpi_env else "") + "{params.exec} python3 -m studies.storage.run "
+            + what + " --config {params.cfg} " + args + " --launcher {params.launcher_kind}) > {log} 2>&1"
+
+    workflow.get_rule(name).docstring = doc
+
+
+def st_stack_exec(bench):
+    return lambda wc: system_exec(st_image(wc.stack, bench))
+
+
+# one rule per benchmark: the outputs of a job are every (size, workers) of that benchmark
+for _st_bench in st_layout.BENCHMARKS:
+    st_run_rule(
+        f"storage_{_st_bench}_run",
+        f"One stack x repeat: the stack up, every {_st_bench} configuration against it, the stack down.",
+        what="stack", args=f"--stack {{wildcards.stack}} --benchmark {_st_bench} --rep {{wildcards.rep}}",
+        system=st_system_inputs(_st_bench), output=st_layout.job_output_patterns(ST, _st_bench),
+        log=f"results/storage/log/run/stack~{{stack}}/benchmark~{_st_bench}/rep~{{rep}}.log",
+        benchmark=st_bench(f"storage_{_st_bench}_run", stack="{stack}", rep="{rep}"),
+        wildcards={"stack": "|".join(st_layout.STACKS)},
+        resources=n_plus_1_resources(ST_NODES, runtime=ST["runtime_minutes"]),
+        exec=st_stack_exec(_st_bench), mpi_env=True,
+    )
 
 
 def st_limit_resources():
@@ -102,35 +122,21 @@ def st_limit_resources():
     return res
 
 
-rule storage_limit_run:
-    """The limits, same run: fio on the directory the stacks sit on; the driver's own ceiling."""
-    input:
-        ["tools/cosbench/build/cosbench-driver"] if ST_LOCAL_BUILD else system_image_input("minio"),
-        code=study_code("storage", "run", "layout"),
-    output:
-        f"{st_layout.RAW_DIR}/limit~{{limit}}/rep~{{rep}}.json",
-    log:
-        "results/storage/log/run/limit~{limit}/rep~{rep}.log",
-    benchmark:
-        st_bench("storage_limit_run", limit="{limit}", rep="{rep}")
-    wildcard_constraints:
-        limit="|".join(st_layout.LIMITS),
-        rep=r"[0-9]+",
-    resources:
-        **st_limit_resources(),
-    params:
-        exec=system_exec("minio"),
-        cfg=lambda wc: run_json("storage"),
-        launcher_kind=LAUNCHER,
-    shell:
-        "({params.exec} python3 -m studies.storage.run limit --config {params.cfg}"
-        " --limit {wildcards.limit} --rep {wildcards.rep} --launcher {params.launcher_kind}) > {log} 2>&1"
+st_run_rule(
+    "storage_limit_run",
+    "The limits, same run: fio on the directory the stacks sit on; the driver's own ceiling.",
+    what="limit", args="--limit {wildcards.limit} --rep {wildcards.rep}",
+    system=["tools/cosbench/build/cosbench-driver"] if ST_LOCAL_BUILD else system_image_input("minio"),
+    output=f"{st_layout.RAW_DIR}/limit~{{limit}}/rep~{{rep}}.json",
+    log="results/storage/log/run/limit~{limit}/rep~{rep}.log",
+    benchmark=st_bench("storage_limit_run", limit="{limit}", rep="{rep}"),
+    wildcards={"limit": "|".join(st_layout.LIMITS)}, resources=st_limit_resources(), exec=system_exec("minio"),
+)
 
 
 # The tidy table (every configuration: ok, failed, not run), the summary and the limits table, from
-# the raw files only; Table 5 (tables/{name}.csv) and Figures 4-6 (figures/{name}.png with the data
-# each draws in tables/{name}.csv), the published values beside; the claims. The engine's
-# analysis_rule gives each its log, benchmark, image and resources.
+# the raw files only; the figures and tables; the claims. The engine's analysis_rule gives each its
+# log, benchmark, image and resources.
 ST_READS = {"measurements": ST_OUT["measurements"], "published": ST_PUBLISHED}
 ST_PUBLISHED_ARGS = "--measurements {input.measurements} --published {input.published}"
 analysis_rule(
@@ -139,17 +145,18 @@ analysis_rule(
     args="--measurements {output.measurements} --summary {output.summary} --limits {output.limits}"
     f" --launcher {LAUNCHER}",
 )
-analysis_rule(
-    "storage", "storage_figure", script="{name}", names=ST_FIGURES, lib=("analysis", "layout", "cosfig"),
-    inputs=ST_READS,
-    output={"table": "results/storage/tables/{name}.csv", "figure": "results/storage/figures/{name}.png"},
-    args=ST_PUBLISHED_ARGS + " --table {output.table} --out {output.figure}",
-)
-analysis_rule(
-    "storage", "storage_table", script="{name}", names=ST_TABLES, lib=("analysis", "layout"), inputs=ST_READS,
-    output={"table": "results/storage/tables/{name}.csv"},
-    args=ST_PUBLISHED_ARGS + " --out {output.table}",
-)
+# Figures 4-6 and Table 5: one rule per kind, its {name} the script; each reads the tidy table and the
+# published values, writes the data it draws (tables/{name}.csv) and a figure its .png
+ST_BY_NAME = {  # rule: (scripts, the other modules they import, outputs, output arguments)
+    "storage_figure": (ST_FIGURES, ("analysis", "layout", "cosfig"),
+                       {"table": "results/storage/tables/{name}.csv", "figure": "results/storage/figures/{name}.png"},
+                       " --table {output.table} --out {output.figure}"),
+    "storage_table": (ST_TABLES, ("analysis", "layout"), {"table": "results/storage/tables/{name}.csv"},
+                      " --out {output.table}"),
+}
+for _st_rule, (_st_names, _st_lib, _st_out, _st_args) in ST_BY_NAME.items():
+    analysis_rule("storage", _st_rule, script="{name}", names=_st_names, lib=_st_lib, inputs=ST_READS,
+                  output=_st_out, args=ST_PUBLISHED_ARGS + _st_args)
 analysis_rule(
     "storage", "storage_claims", script="claims", lib=("analysis", "layout"),
     inputs={"measurements": ST_OUT["measurements"], "limits": ST_OUT["limits"], "published": ST_PUBLISHED},

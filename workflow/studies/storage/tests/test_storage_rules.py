@@ -8,7 +8,11 @@ import json
 import shlex
 
 import pandas as pd
+import pytest
 import yaml
+from repro import rawio
+
+from studies.storage import layout
 
 from .storage_testlib import section, write_raw_tree
 
@@ -82,3 +86,30 @@ def test_a_judging_key_changes_no_benchmark_command(snake, workspace):
     assert a["claims"] != b["claims"]
     cfg = json.loads(shlex.split(b["claims"][0].split("--config ")[1])[0])
     assert cfg["probe_tolerance"] == 0.5
+
+
+@pytest.mark.slow
+def test_each_run_rule_runs_its_own_command(snake, workspace):
+    """storage_cosbench_run and storage_mdtest_run are made by st_run_rule in a loop over the benchmarks:
+    a real job of each (and of storage_limit_run) runs its own benchmark -- a rule made in a bare loop
+    would run the last one (mdtest) for both. Tiny: the Lustre+MinIO stand-in, one configuration each."""
+    for tool in ("tools/cosbench/build/cosbench-driver", "tools/mdtest/build/mdbench"):
+        if not (workspace / tool).exists():
+            pytest.skip(f"{tool} not built (./repro setup)")
+    cfg = section(stacks=["lustre-minio"], repeats=1,
+                  cosbench={"sizes": ["4KB"], "workers": [1], "objects": 4, "runtime": 2, "interval": 1},
+                  mdtest={"tasks": [1], "files": 20, "iterations": 1},
+                  limit={"ceiling_sizes": ["4KB"], "ceiling_workers": [1], "ceiling_seconds": 1},
+                  paths={"work_dir": str(workspace / "work")})
+    (workspace / "overlay.yaml").write_text(yaml.safe_dump({"storage": cfg}))
+    raws = {b: layout.job_outputs(cfg, "lustre-minio", b, 0)[0] for b in layout.BENCHMARKS}
+    raws["ceiling"] = layout.limit_path("ceiling", 0)
+    snake(*raws.values(), "--profile", "profiles/local", "--configfile", "config/local.yaml", "overlay.yaml",
+          "--allowed-rules", "storage_cosbench_run", "storage_mdtest_run", "storage_limit_run", timeout=600)
+    for what, raw in raws.items():
+        rec = rawio.read(workspace / raw)
+        assert rec["status"] == "ok", (what, rec.get("failure"))
+        assert rec["experiment"] == (what if what in layout.BENCHMARKS else f"limit-{what}"), (what, rec["experiment"])
+    for b in layout.BENCHMARKS:
+        assert (workspace / f"results/storage/log/run/stack~lustre-minio/benchmark~{b}/rep~0.log").exists()
+        assert (workspace / f"results/storage/benchmarks/storage_{b}_run/stack~lustre-minio,rep~0.tsv").exists()
