@@ -56,7 +56,8 @@ localrules:
 
 rule serverless_site_check:
     """Cluster runs only (mode kubernetes): the site edits config.yaml ships unedited (kubeconfig,
-    limit.iperf_host, limit.echo_url), checked before any run job; fails naming each key."""
+    limit.iperf_host, limit.echo_url), checked before any run job; fails naming each key. Its output is
+    every run job's input: it gets the run section too (run_json), so a judging key re-runs no run job."""
     input:
         code=study_code("serverless", "site_check", "layout"),
     output:
@@ -64,7 +65,7 @@ rule serverless_site_check:
     log:
         "results/serverless/log/site_check.log",
     params:
-        cfg=lambda wc: study_json("serverless"),
+        cfg=lambda wc: run_json("serverless"),
         cores=config["cluster"]["cores_per_node"],
     shell:
         "python3 -m studies.serverless.site_check --config {params.cfg} --out {output}"
@@ -81,6 +82,7 @@ rule serverless_site_check:
 # ceiling against a bare echo server at every ceiling size; iperf3 over the same path).
 # A rule made in a loop runs its shell expression when the job runs, after the loop has ended: the
 # shell strings are literals, what differs per rule comes in through params (made per rule here).
+# Every run job (and the site check they wait for) gets run_json: the section without its x-judging keys.
 
 
 def _sl_args(fmt):
@@ -160,7 +162,7 @@ for _sl_r in SL_RUN_RULES:
             **sl_run_resources(_sl_r["system_nodes"]),
         params:
             exec=sl_exec(),
-            cfg=lambda wc: study_json("serverless"),
+            cfg=lambda wc: run_json("serverless"),
             args=_sl_args(_sl_r["args"]),
         shell:
             "{params.exec} python3 -m studies.serverless.run --config {params.cfg} {params.args} > {log} 2>&1"

@@ -60,3 +60,27 @@ def _each_analysis_job_ran_its_own_script(res):
     for n in ("table1", "table2", "table3", "claims"):
         assert (res / f"benchmarks/serverless_{n}.tsv").exists()
     assert (res / "claims.csv").read_text().startswith("study,claim_id,claim,")
+
+
+def test_a_judging_key_reaches_no_run_job(snake, workspace):
+    """The run/judging split: a key the schema marks x-judging (serverless has none today: every key
+    its analysis reads, a run job reads too; here one is added to the workspace's schema) is left out
+    of every run job's and the site check's --config in the cluster plan, and reaches the analysis,
+    so changing it re-runs no benchmark. Fails with rules that pass study_json to the run jobs."""
+    schema = workspace / "workflow/studies/serverless/schema.yaml"
+    schema.write_text(schema.read_text().replace(
+        "\nproperties:\n",
+        "\nproperties:\n  judged_note: {type: string, default: '', x-judging: true}\n", 1))
+    ov = workspace / "judged.yaml"
+    ov.write_text(testing.only_studies("serverless") + "serverless: {enabled: true, judged_note: JUDGED-ONLY}\n")
+    out = snake("-n", "-p", "-F", "serverless", "--profile", "profiles/slurm", "--configfile", "config/config.yaml",
+                str(ov), timeout=400).stdout
+    cmds = [ln for ln in out.splitlines() if "python3 -m studies.serverless." in ln]
+
+    def of(module):
+        return [c for c in cmds if f"studies.serverless.{module} " in c]
+    runs = of("run") + of("site_check")
+    assert len(of("run")) > 100 and of("site_check"), out[-2000:]
+    assert not [c[:300] for c in runs if "JUDGED-ONLY" in c or "judged_note" in c]
+    for module in ("aggregate", "claims", "table1", "figure3"):  # the analysis gets the whole section
+        assert of(module) and all("JUDGED-ONLY" in c for c in of(module)), module
