@@ -33,7 +33,8 @@ def main() -> None:
     # the paper's own statements in the same axes: on-premises cheaper beyond month 12 (left), the
     # monthly on-premises cost rising after the first year (right)
     pub = pd.read_csv(args.published, dtype=str, keep_default_na=False).set_index("quantity")
-    cheaper, rises = float(pub.loc["cheaper than the cloud beyond", "value"]), float(pub.loc["monthly cost rises after", "value"])
+    cheaper = float(pub.loc["cheaper than the cloud beyond", "value"])
+    rises = float(pub.loc["monthly cost rises after", "value"])
     ax1.axvline(cheaper, color=plotting.PAPER["color"], linestyle=plotting.PAPER["linestyle"], linewidth=1,
                 label=f"{plotting.PAPER_LABEL}: on-premises cheaper beyond month {cheaper:.0f}")
     ax2.axvline(rises + 0.5, color=plotting.PAPER["color"], linestyle=plotting.PAPER["linestyle"], linewidth=1,

@@ -52,7 +52,8 @@ def _base(cid, text, ref, output, unit, note=""):
 def table1(rec: dict, pub: pd.DataFrame) -> pd.DataFrame:
     cur = currency(rec)
     return pd.DataFrame([
-        {"platform": p, "C_dev": rawio.value(rec, "C_dev", platform=p), "C_depl": rawio.value(rec, "C_depl", platform=p),
+        {"platform": p, "C_dev": rawio.value(rec, "C_dev", platform=p),
+         "C_depl": rawio.value(rec, "C_depl", platform=p),
          "C_exe_per_month": rawio.value(rec, "C_exe", platform=p),
          "C_dev_published": published(pub, "C_dev", p), "C_depl_published": published(pub, "C_depl", p),
          "C_exe_published": published(pub, "C_exe", p), "currency": cur}
