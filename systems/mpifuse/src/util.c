@@ -71,38 +71,6 @@ int mfs_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-void mfs_default_opts(struct mfs_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->max_read = 1 << 20;
-	o->threads = 1;
-	o->max_threads = 8;
-	o->keep_cache = 0;
-	o->splice = 0;
-	o->timeout = 60.0;
-	o->linger = 5.0;
-	o->stop_grace = -1; /* auto: min(5 s, timeout/2) */
-	o->idle_cache = 4ull << 30;
-	o->mem_cap = 0;
-	const char *t = getenv("TMPDIR");
-	snprintf(o->spool, sizeof(o->spool), "%s", t && *t ? t : "/tmp");
-	o->chunk = 4 << 20;
-	o->cache = 0;
-	o->block = 4 << 20;
-	o->bcast_rr = 0;
-	o->bcast_depth = 4;
-	o->bcast_on_demand = 0;
-	o->bcast_sync = -1; /* auto: barrier when on demand, resolved in mpifuse_start */
-	o->attr_timeout = 1.0;
-	o->allow_other = 0;
-	o->readahead_kb = 0;
-	o->poll_us = 200;
-	o->idle_poll_us = 2000;
-	o->meta_buffer = 1;
-	o->align = 4096;
-	o->verbose = 0;
-}
-
 static int parse_bool(const char *v, int *out)
 {
 	if (!strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "yes") || !strcasecmp(v, "true")) {
@@ -127,6 +95,103 @@ static int parse_double(const char *v, double *out)
 	return 0;
 }
 
+/* The options that take a plain value: a size (binary suffixes) of at least min, a boolean, or a
+ * non-negative number, stored at off (width bytes) in struct mfs_opts, and its default as the
+ * option would give it (none: zero, or set by mfs_default_opts).  The width comes from the
+ * field's type, and a field of a type its kind cannot store does not compile. */
+enum opt_kind { OPT_SIZE, OPT_BOOL, OPT_DBL };
+struct opt_desc {
+	const char *name;
+	enum opt_kind kind;
+	size_t off, width;
+	uint64_t min;
+	const char *dflt;
+};
+/* a row: OPT(kind, name, field, min, default); the field's offset and width (its type checked) */
+#define OPT(kind, name, f, min, dflt) \
+	{ name, OPT_##kind, offsetof(struct mfs_opts, f), OPT_WIDTH_##kind(f), min, dflt }
+#define OPT_TYPE(f, ...) _Generic(((struct mfs_opts *)0)->f, __VA_ARGS__)
+#define OPT_WIDTH_SIZE(f) OPT_TYPE(f, int: sizeof(int), unsigned: sizeof(unsigned), \
+	unsigned long: sizeof(unsigned long), unsigned long long: sizeof(unsigned long long))
+#define OPT_WIDTH_BOOL(f) OPT_TYPE(f, int: sizeof(int))
+#define OPT_WIDTH_DBL(f) OPT_TYPE(f, double: sizeof(double))
+static const struct opt_desc OPTS[] = {
+	OPT(SIZE, "max_read", max_read, 4096, "1m"),
+	OPT(BOOL, "threads", threads, 0, "1"),
+	OPT(SIZE, "max_threads", max_threads, 1, "8"),
+	OPT(BOOL, "keep_cache", keep_cache, 0, "0"),
+	OPT(BOOL, "kernel_cache", keep_cache, 0, NULL), /* keep_cache's other name */
+	OPT(BOOL, "splice", splice, 0, "0"),
+	OPT(DBL, "timeout", timeout, 0, "60"),
+	OPT(DBL, "linger", linger, 0, "5"),
+	OPT(DBL, "stop_grace", stop_grace, 0, NULL), /* default -1: auto */
+	OPT(SIZE, "idle_cache", idle_cache, 0, "4g"),
+	OPT(SIZE, "mem_cap", mem_cap, 0, "0"),
+	OPT(SIZE, "chunk", chunk, 0, "4m"),
+	OPT(SIZE, "cache", cache, 0, "0"),
+	OPT(SIZE, "block", block, 1, "4m"),
+	OPT(SIZE, "bcast_depth", bcast_depth, 1, "4"),
+	OPT(BOOL, "bcast_on_demand", bcast_on_demand, 0, "0"),
+	OPT(DBL, "attr_timeout", attr_timeout, 0, "1"),
+	OPT(BOOL, "allow_other", allow_other, 0, "0"),
+	OPT(SIZE, "poll_us", poll_us, 1, "200"),
+	OPT(SIZE, "idle_poll_us", idle_poll_us, 1, "2000"),
+	OPT(SIZE, "align", align, 1, "4096"),
+	OPT(BOOL, "verbose", verbose, 0, "0"),
+	OPT(BOOL, "meta_buffer", meta_buffer, 0, "1"),
+	OPT(BOOL, "zero_copy", zero_copy, 0, "0"),
+	OPT(BOOL, "map_source", map_source, 0, "0"),
+};
+#undef OPT
+_Static_assert(sizeof(int) == sizeof(uint32_t) && sizeof(unsigned long long) == sizeof(uint64_t),
+	       "a size option's field is 4 or 8 bytes wide");
+
+/* Set one plain option from its value: 0, or -1 when the value is bad (nothing set). */
+static int set_opt(struct mfs_opts *o, const struct opt_desc *d, const char *val)
+{
+	char *field = (char *)o + d->off;
+	uint64_t u = 0;
+	double x = 0;
+	int b = 0;
+	switch (d->kind) {
+	case OPT_SIZE:
+		/* u + 1 < min + 1: no "always false" comparison for min 0; refuses 2^64-1 */
+		if (mfs_parse_size(val, &u) || u + 1 < d->min + 1)
+			return -1;
+		if (d->width == sizeof(uint32_t)) {
+			uint32_t v = (uint32_t)u;
+			memcpy(field, &v, sizeof(v));
+		} else {
+			memcpy(field, &u, sizeof(u));
+		}
+		return 0;
+	case OPT_BOOL:
+		if (parse_bool(val, &b))
+			return -1;
+		memcpy(field, &b, sizeof(b));
+		return 0;
+	case OPT_DBL:
+		if (parse_double(val, &x))
+			return -1;
+		memcpy(field, &x, sizeof(x));
+		return 0;
+	}
+	return -1;
+}
+
+void mfs_default_opts(struct mfs_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	for (size_t i = 0; i < sizeof(OPTS) / sizeof(OPTS[0]); i++)
+		if (OPTS[i].dflt && set_opt(o, &OPTS[i], OPTS[i].dflt))
+			abort(); /* a default that its own option refuses */
+	o->stop_grace = -1; /* auto: min(5 s, timeout/2) */
+	const char *t = getenv("TMPDIR");
+	snprintf(o->spool, sizeof(o->spool), "%s", t && *t ? t : "/tmp");
+	o->bcast_sync = -1; /* auto: barrier when on demand, resolved in mpifuse_start */
+	/* zero: bcast_rr (bcast_root=0), readahead_kb (auto: 4 x max_read) */
+}
+
 int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errlen)
 {
 	if (!opts || !*opts)
@@ -144,42 +209,14 @@ int mfs_parse_opts(struct mfs_opts *o, const char *opts, char *err, size_t errle
 		else
 			val = "1";
 		uint64_t u = 0;
-		double d = 0;
-		int b = 0, bad = 0;
-#define SIZEOPT(name, field, minv) \
-	else if (!strcmp(tok, name)) { if (mfs_parse_size(val, &u) || u + 1 < (uint64_t)(minv) + 1) bad = 1; else o->field = u; }
-#define BOOLOPT(name, field) \
-	else if (!strcmp(tok, name)) { if (parse_bool(val, &b)) bad = 1; else o->field = b; }
-#define DBLOPT(name, field) \
-	else if (!strcmp(tok, name)) { if (parse_double(val, &d)) bad = 1; else o->field = d; }
-		if (0) {
-		}
-		SIZEOPT("max_read", max_read, 4096)
-		BOOLOPT("threads", threads)
-		SIZEOPT("max_threads", max_threads, 1)
-		BOOLOPT("keep_cache", keep_cache)
-		BOOLOPT("kernel_cache", keep_cache)
-		BOOLOPT("splice", splice)
-		DBLOPT("timeout", timeout)
-		DBLOPT("linger", linger)
-		DBLOPT("stop_grace", stop_grace)
-		SIZEOPT("idle_cache", idle_cache, 0)
-		SIZEOPT("mem_cap", mem_cap, 0)
-		SIZEOPT("chunk", chunk, 0)
-		SIZEOPT("cache", cache, 0)
-		SIZEOPT("block", block, 1)
-		SIZEOPT("bcast_depth", bcast_depth, 1)
-		BOOLOPT("bcast_on_demand", bcast_on_demand)
-		DBLOPT("attr_timeout", attr_timeout)
-		BOOLOPT("allow_other", allow_other)
-		SIZEOPT("poll_us", poll_us, 1)
-		SIZEOPT("idle_poll_us", idle_poll_us, 1)
-		SIZEOPT("align", align, 1)
-		BOOLOPT("verbose", verbose)
-		BOOLOPT("meta_buffer", meta_buffer)
-		BOOLOPT("zero_copy", zero_copy)
-		BOOLOPT("map_source", map_source)
-		else if (!strcmp(tok, "readahead_kb")) {
+		int bad = 0;
+		const struct opt_desc *d = NULL;
+		for (size_t i = 0; i < sizeof(OPTS) / sizeof(OPTS[0]) && !d; i++)
+			if (!strcmp(tok, OPTS[i].name))
+				d = &OPTS[i];
+		if (d) {
+			bad = set_opt(o, d, val) != 0;
+		} else if (!strcmp(tok, "readahead_kb")) {
 			if (!strcmp(val, "-1") || !strcasecmp(val, "off"))
 				o->readahead_kb = -1;
 			else if (mfs_parse_size(val, &u))
@@ -344,12 +381,50 @@ static const char *level_name(int l)
 
 const char *mfs_level_name(int l) { return level_name(l); }
 
+/* The counters of struct mfs_stats in the stats JSON, in this order: a count (U) or a time in
+ * ns written as seconds (T). */
+static const struct {
+	const char *key;
+	size_t off;
+	int secs;
+} COUNTERS[] = {
+#define U(k, f) { k, offsetof(struct mfs_stats, f), 0 }
+#define T(k, f) { k, offsetof(struct mfs_stats, f), 1 }
+	U("bytes_read_source", bytes_read_source),
+	U("source_read_calls", source_read_calls),
+	T("source_read_time_s", source_read_ns),
+	U("open_calls", open_calls),
+	T("open_time_s", open_ns),
+	U("read_calls", read_calls),
+	U("read_bytes", read_bytes),
+	T("read_time_s", read_ns),
+	T("read_wait_time_s", read_wait_ns),
+	U("mpi_get_calls", get_calls),
+	T("mpi_get_time_s", get_ns),
+	U("bytes_fetched_remote", get_bytes),
+	T("meta_time_s", meta_ns),
+	U("bcast_calls", bcast_calls),
+	U("bcast_bytes", bcast_bytes),
+	T("bcast_time_s", bcast_ns),
+	U("bcast_sync_calls", bcast_sync_calls),
+	T("bcast_sync_time_s", bcast_sync_ns),
+	T("bcast_demand_wait_time_s", bcast_demand_wait_ns),
+	U("bcast_demand_bytes", bcast_demand_bytes),
+	U("cache_hits", cache_hits),
+	U("cache_misses", cache_misses),
+	U("cache_evictions", cache_evictions),
+	U("files_created", files_created),
+	U("files_freed", files_freed),
+	T("bcast_stream_cpu_s", stream_cpu_ns),
+	U("zero_copy_read_bytes", zc_bytes),
+#undef U
+#undef T
+};
+
 int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
 {
 	struct jb j = { buf, len, 0, 0 };
 	struct mfs_stats *s = &m->st;
-#define U(k, f) jp(&j, "\"%s\":%llu,", k, (unsigned long long)atomic_load(&s->f))
-#define T(k, f) jp(&j, "\"%s\":%.9f,", k, (double)atomic_load(&s->f) / 1e9)
 	jp(&j, "{");
 	jstr(&j, "version", MPIFUSE_VERSION);
 	jp(&j, "\"rank\":%d,\"nranks\":%d,", m->rank, m->nranks);
@@ -366,33 +441,13 @@ int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
 		jp(&j, "%s", d);
 	}
 	jp(&j, "\"since_reset_s\":%.6f,", (double)(mfs_now_ns() - atomic_load(&s->reset_ns)) / 1e9);
-	U("bytes_read_source", bytes_read_source);
-	U("source_read_calls", source_read_calls);
-	T("source_read_time_s", source_read_ns);
-	U("open_calls", open_calls);
-	T("open_time_s", open_ns);
-	U("read_calls", read_calls);
-	U("read_bytes", read_bytes);
-	T("read_time_s", read_ns);
-	T("read_wait_time_s", read_wait_ns);
-	U("mpi_get_calls", get_calls);
-	T("mpi_get_time_s", get_ns);
-	U("bytes_fetched_remote", get_bytes);
-	T("meta_time_s", meta_ns);
-	U("bcast_calls", bcast_calls);
-	U("bcast_bytes", bcast_bytes);
-	T("bcast_time_s", bcast_ns);
-	U("bcast_sync_calls", bcast_sync_calls);
-	T("bcast_sync_time_s", bcast_sync_ns);
-	T("bcast_demand_wait_time_s", bcast_demand_wait_ns);
-	U("bcast_demand_bytes", bcast_demand_bytes);
-	U("cache_hits", cache_hits);
-	U("cache_misses", cache_misses);
-	U("cache_evictions", cache_evictions);
-	U("files_created", files_created);
-	U("files_freed", files_freed);
-	T("bcast_stream_cpu_s", stream_cpu_ns);
-	U("zero_copy_read_bytes", zc_bytes);
+	for (size_t i = 0; i < sizeof(COUNTERS) / sizeof(COUNTERS[0]); i++) {
+		uint64_t v = atomic_load((_Atomic uint64_t *)((char *)s + COUNTERS[i].off));
+		if (COUNTERS[i].secs)
+			jp(&j, "\"%s\":%.9f,", COUNTERS[i].key, (double)v / 1e9);
+		else
+			jp(&j, "\"%s\":%llu,", COUNTERS[i].key, (unsigned long long)v);
+	}
 	/* CPU burnt by this rank: process (all threads) and the MPI thread, now
 	 * and at mount / first open / unmount (keys appear once known); the
 	 * idle share = CPU seconds per wall second from mount to the first open
