@@ -143,6 +143,10 @@ static const struct opt_desc OPTS[] = {
 	OPT(BOOL, "map_source", map_source, 0, "0"),
 };
 #undef OPT
+#undef OPT_TYPE
+#undef OPT_WIDTH_SIZE
+#undef OPT_WIDTH_BOOL
+#undef OPT_WIDTH_DBL
 _Static_assert(sizeof(int) == sizeof(uint32_t) && sizeof(unsigned long long) == sizeof(uint64_t),
 	       "a size option's field is 4 or 8 bytes wide");
 
