@@ -127,7 +127,7 @@ st_run_rule(
     "The limits, same run: fio on the directory the stacks sit on; the driver's own ceiling.",
     what="limit", args="--limit {wildcards.limit} --rep {wildcards.rep}",
     system=["tools/cosbench/build/cosbench-driver"] if ST_LOCAL_BUILD else system_image_input("minio"),
-    output=f"{st_layout.RAW_DIR}/limit~{{limit}}/rep~{{rep}}.json",
+    output=st_layout.limit_path("{limit}", "{rep}"),
     log="results/storage/log/run/limit~{limit}/rep~{rep}.log",
     benchmark=st_bench("storage_limit_run", limit="{limit}", rep="{rep}"),
     wildcards={"limit": "|".join(st_layout.LIMITS)}, resources=st_limit_resources(), exec=system_exec("minio"),
