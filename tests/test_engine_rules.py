@@ -37,3 +37,35 @@ def test_the_derived_study_target_plans_every_declared_figure_and_table():
         assert f"results/inference/tables/{name}.csv" in out, name
     counts = dict(re.findall(r"^(inference_\w+)\s+(\d+)$", out, re.M))
     assert counts["inference_figure"] == "4" and counts["inference_table"] == "2", counts
+
+
+def test_a_declaration_refuses_what_it_does_not_declare():
+    import pytest
+
+    from repro.study import Study
+
+    with pytest.raises(ValueError, match="output_tables names \\['limits'\\]"):
+        Study("x", "t", "p", outputs={"claims": "claims.csv"}, output_tables={"limits": "c"})
+    with pytest.raises(ValueError, match="expected_times keys \\['run'\\]"):
+        Study("x", "t", "p", expected_times={"run": "1 min"})
+    st = Study("x", "t", "p", figures={"figure1": "F1"}, tables={"table1": "T1"},
+               outputs={"claims": "claims.csv", "limits": "tables/limits.csv"}, output_tables={"limits": "L"})
+    assert st.all_outputs() == ["results/x/claims.csv", "results/x/tables/limits.csv", "results/x/figures/figure1.png",
+                                "results/x/tables/table1.csv"]
+    entry = st.report_entry(enabled=True, benchmarks=["b.tsv"])
+    assert entry["claims"] == "results/x/claims.csv" and entry["benchmarks"] == ["b.tsv"]
+    assert [t["path"] for t in entry["tables"]] == ["results/x/tables/table1.csv", "results/x/tables/limits.csv"]
+
+
+def test_every_declaration_is_its_folders_and_its_readme_rows_are_in_the_readme():
+    """The README's expected-times rows of a declared study are the declaration's (python3 -m
+    repro.study --readme prints them): edit one without the other and this fails."""
+    from repro import study
+
+    readme = (REPO / "README.md").read_text()
+    declared = [n for n in rc.study_names() if study.declared(n) is not None]
+    assert "inference" in declared
+    for name in declared:
+        assert study.declared(name).name == name
+    for row in study.readme_rows(declared):
+        assert row in readme, row

@@ -31,6 +31,7 @@ os.environ.update(
 )
 from repro import config as repro_config
 from repro import paramspace
+from repro import study as repro_study
 
 # ---------------------------------------------------------------------------
 # Configuration: validated at start-up (unknown keys, wrong types, impossible
@@ -187,7 +188,14 @@ _REPORT_KEYS = ("claims", "measurements", "figures", "tables", "stand_ins", "ben
 
 
 def register_study(study, *, images=(), kick=(), report=True, **entry):
-    """Declare a study: its report entry (unless report=False), images and kick targets."""
+    """Declare a study: its report entry (unless report=False), images and kick targets.
+    ``study`` is its name, or its declaration (repro.study.Study: title, paper, figures, tables,
+    outputs, images and expected times come from it; ``entry`` adds what only the configuration
+    knows: enabled, stand_ins, benchmarks)."""
+    if isinstance(study, repro_study.Study):
+        declaration, study = study, study.name
+        images = images or declaration.images
+        entry = declaration.report_entry(**entry)
     if study not in STUDY_NAMES:
         raise WorkflowError(f"register_study({study!r}): no folder {STUDIES}/{study}/rules.smk")
     STUDY_IMAGES[study] = list(images)

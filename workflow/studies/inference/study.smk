@@ -11,6 +11,7 @@
 # raw-rate loop (model x framework x repeat) or one ceiling measurement. Raw files: layout.py.
 # Systems: systems/inference (models, servers, raw rate), tools/locust (driver, parser, ceiling).
 
+from studies.inference import declaration as inf_declaration
 from studies.inference import layout as inf_layout
 
 INF = config["inference"]
@@ -19,28 +20,13 @@ try:
     INF_PREPARE_MEM_MB = inf_layout.prepare_mem_mb(INF, config["cluster"]["mem_mb_per_node"], enabled("inference"))
 except inf_layout.LayoutError as _exc:
     raise WorkflowError(str(_exc)) from None
+INF_STUDY = inf_declaration.STUDY
 INF_DIR = f"{STUDIES}/inference"
 INF_PUBLISHED = f"{INF_DIR}/published.csv"
-INF_OUT = {
-    "measurements": "results/inference/measurements.csv",
-    "summary": "results/inference/tables/summary.csv",
-    "limits": "results/inference/tables/limits.csv",
-    "claims": "results/inference/claims.csv",
-}
-INF_FIGURES = {
-    "figure1": "Figure 1: latency at 1 user (single-stream), median per request, mean of repeats "
-    "(error bars: std), per model and server",
-    "figure2": "Figure 2: throughput of ResNet50 vs virtual users (req/s, mean of repeats, error bars: std)",
-    "figure3": "Figure 3: throughput of Wav2Vec2 (full length) vs virtual users",
-    "figure4": "Figure 4: throughput of the truncated Wav2Vec2 vs virtual users",
-}
-INF_TABLES = {
-    "table1": "Table I: throughput at the largest user count (req/s) per model and server, the published "
-    "100-user values beside; configurations the paper could not run shown as such",
-    "table2": "Table II: usability scores (1-5) from the config, the published scores beside",
-}
+INF_OUT = {k: INF_STUDY.out(k) for k in INF_STUDY.outputs}
+INF_FIGURES = INF_STUDY.figures
+INF_TABLES = INF_STUDY.tables
 INF_BENCH = "results/inference/benchmarks/inference_run"
-INF_IMAGES = ["torchserve", "triton", "tfserving", "inference-tf", "locust"]
 INF_REAL_KINDS = all(INF["kinds"][s] == s for s in INF["servers"])
 
 
@@ -84,49 +70,14 @@ INF_STAND_INS = [
 )
 
 register_study(
-    "inference",
-    images=INF_IMAGES,
+    INF_STUDY,
     kick=_inf_kick(),
-    **{
-        "title": "ML inference servers under load: TorchServe vs TensorFlow Serving vs Triton",
-        "paper": "000 (the inference-framework paper): Sections III-V, Figures 1-4, Tables I-II",
-        "enabled": enabled("inference"),
-        "claims": INF_OUT["claims"],
-        "measurements": INF_OUT["measurements"],
-        "figures": figure_entries("inference", INF_FIGURES),
-        "tables": table_entries("inference", INF_TABLES)
-        + [
-            {
-                "path": INF_OUT["limits"],
-                "caption": "Every server's throughput as a fraction of the model's raw in-process rate "
-                "(same framework, threads, batch); the generator's CPU and its ceiling against a trivial endpoint",
-            },
-            {
-                "path": INF_OUT["summary"],
-                "caption": "Every configuration: count/mean/std/min/max, failed, not run",
-            },
-        ],
-        "stand_ins": INF_STAND_INS,
-        "expected_times": {
-            "setup_local": "systems/inference/setup.sh (cold about 9 min: torch and TF venvs), the model "
-            "preparation at the local sizes (cold about 1-5 min: the TF SavedModel exports), cached",
-            "run_local": "about 8 min on 2 cores (1 repeat): 472-481 s of job time measured twice (9 serve jobs "
-            "366 s, 5 raw-rate jobs 94 s, ceiling 12 s); 2 repeats 17 min (quiet) to 33 min (load 8-15)",
-            "analysis_local": "< 1 min",
-            "run_cluster": "16 served pairs minus the paper's gaps x 5 repeats, each 6 user counts x 60 s "
-            "plus server start-up: about 8 min per job, roughly 9 h of job time",
-        },
-        "benchmarks": [inf_bench_serve(j["server"], j["model"], j["rep"]) for j in inf_layout.serve_jobs(INF)]
-        + [
-            inf_bench_rawrate(j["model"], j["framework"], j["rep"])
-            for j in inf_layout.rawrate_jobs(INF)
-        ]
-        + [inf_bench_ceiling(r) for r in inf_layout.ceiling_jobs(INF)]
-        + [
-            bench_log("inference", f"inference_{n}")
-            for n in ["prepare", "aggregate", "claims", *INF_FIGURES, *INF_TABLES]
-        ],
-    },
+    enabled=enabled("inference"),
+    stand_ins=INF_STAND_INS,
+    benchmarks=[inf_bench_serve(j["server"], j["model"], j["rep"]) for j in inf_layout.serve_jobs(INF)]
+    + [inf_bench_rawrate(j["model"], j["framework"], j["rep"]) for j in inf_layout.rawrate_jobs(INF)]
+    + [inf_bench_ceiling(r) for r in inf_layout.ceiling_jobs(INF)]
+    + [bench_log("inference", f"inference_{n}") for n in ["prepare", "aggregate", "claims", *INF_FIGURES, *INF_TABLES]],
 )
 
 

@@ -1,0 +1,110 @@
+"""A study's declaration: one Python object, importable without Snakemake.
+
+Each study folder has ``declaration.py`` with ``STUDY = Study(...)``: its title, paper, the figures and
+tables with their captions, the aggregate's outputs, the images its jobs run in and its expected
+times. Every ``results/<study>/...`` path of those outputs is derived here, once; the rules
+(``analysis_rule``), the whole-study target, the report's entry (``register_study(STUDY, ...)``)
+and the README's expected-times table (``python3 -m repro.study --readme``) read them from it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
+TIME_KEYS = ("setup_local", "run_local", "analysis_local", "run_cluster")
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    title: str
+    paper: str
+    figures: dict[str, str] = field(default_factory=dict)   # script -> caption: figures/<script>.png
+    tables: dict[str, str] = field(default_factory=dict)    # script -> caption: tables/<script>.csv
+    outputs: dict[str, str] = field(default_factory=dict)   # key -> path under results/<study>/
+    output_tables: dict[str, str] = field(default_factory=dict)  # key of outputs -> caption (listed with the tables)
+    images: tuple[str, ...] = ()                            # containers/<image>.def its jobs run in
+    expected_times: dict[str, str] = field(default_factory=dict)  # TIME_KEYS
+    readme: dict[str, str] = field(default_factory=dict)    # README rows: {"local": ..., "cluster": ...}
+
+    def __post_init__(self):
+        bad = [k for k in self.output_tables if k not in self.outputs]
+        if bad:
+            raise ValueError(f"study {self.name}: output_tables names {bad}, not in outputs")
+        unknown = [k for k in self.expected_times if k not in TIME_KEYS]
+        if unknown:
+            raise ValueError(f"study {self.name}: expected_times keys {unknown} (known: {TIME_KEYS})")
+
+    @property
+    def results(self) -> str:
+        return f"results/{self.name}"
+
+    def out(self, key: str) -> str:
+        """An aggregate output's path: results/<study>/<outputs[key]>."""
+        return f"{self.results}/{self.outputs[key]}"
+
+    def figure(self, name: str) -> str:
+        return f"{self.results}/figures/{name}.png"
+
+    def table(self, name: str) -> str:
+        return f"{self.results}/tables/{name}.csv"
+
+    def figure_entries(self) -> list[dict]:
+        return [{"path": self.figure(n), "caption": c} for n, c in self.figures.items()]
+
+    def table_entries(self) -> list[dict]:
+        return ([{"path": self.table(n), "caption": c} for n, c in self.tables.items()]
+                + [{"path": self.out(k), "caption": c} for k, c in self.output_tables.items()])
+
+    def report_entry(self, **more) -> dict:
+        """What the report reads (register_study): the declared outputs and ``more`` (enabled,
+        stand_ins, benchmarks: what only the configuration knows)."""
+        entry = {"title": self.title, "paper": self.paper}
+        if "enabled" in more:
+            entry["enabled"] = more.pop("enabled")
+        if "claims" in self.outputs:
+            entry["claims"] = self.out("claims")
+        if "measurements" in self.outputs:
+            entry["measurements"] = self.out("measurements")
+        entry.update(figures=self.figure_entries(), tables=self.table_entries())
+        if "stand_ins" in more:
+            entry["stand_ins"] = more.pop("stand_ins")
+        entry["expected_times"] = dict(self.expected_times)
+        entry.update(more)
+        return entry
+
+    def all_outputs(self) -> list[str]:
+        """The whole study's target: every declared output, figure and table."""
+        seen = dict.fromkeys([self.out(k) for k in self.outputs]
+                             + [self.figure(n) for n in self.figures]
+                             + [e["path"] for e in self.table_entries()])
+        return list(seen)
+
+
+def declared(name: str) -> Study | None:
+    """studies.<name>.declaration.STUDY, or None for a study that has no declaration.py yet."""
+    if not (STUDIES_DIR / name / "declaration.py").exists():
+        return None
+    return importlib.import_module(f"studies.{name}.declaration").STUDY
+
+
+def readme_rows(names: list[str]) -> list[str]:
+    """The README's expected-times rows of the declared studies (`| study | local | cluster |`)."""
+    rows = []
+    for name in names:
+        st = declared(name)
+        if st is not None and st.readme:
+            rows.append(f"| `{name}` | {st.readme['local']} | {st.readme['cluster']} |")
+    return rows
+
+
+if __name__ == "__main__":  # python3 -m repro.study --readme: the rows, to paste or to compare
+    from repro import config as rc
+
+    if sys.argv[1:] != ["--readme"]:
+        sys.exit("usage: python3 -m repro.study --readme")
+    print("\n".join(readme_rows(rc.study_names())))
