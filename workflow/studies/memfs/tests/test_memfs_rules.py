@@ -76,3 +76,8 @@ def test_each_analysis_job_runs_its_own_module(tmp_path):
         args = (work / path).read_text().split()
         assert args[:2] == ["-m", f"studies.memfs.{module}"], (path, args[:4])
         assert "--config" in args, (path, args[:4])
+    # the benchmark files the report sums (study.smk) are the ones these jobs wrote
+    for name in ("aggregate", "figure2_3_design", "figure2_4_bandwidth", "figure2_5_throughput", "figure2_6_metadata",
+                 "wf_tidy", "wf_table23", "wf_figure2_7_vertical", "wf_figure2_8_horizontal", "wf_figure2_9_memory",
+                 "wf_claims"):
+        assert (work / f"results/memfs/benchmarks/memfs_{name}.tsv").exists(), name
