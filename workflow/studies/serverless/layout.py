@@ -31,6 +31,13 @@ STANDIN_KIND = {
     "echo": "stand-in:echo-loopback",
     "iperf3": "stand-in:iperf3-loopback",
 }
+# the limits' stand-ins where their two ends ran on different hosts (a Slurm job of n+1 nodes: the
+# director on the driver, the echo / iperf3 server on the first system node): the path between nodes,
+# not loopback (placement.limit_kind decides from what the sides measured)
+STANDIN_KIND_BETWEEN_NODES = {
+    "echo": "stand-in:echo-between-nodes",
+    "iperf3": "stand-in:iperf3-between-nodes",
+}
 # function per (platform, workload/variant); the stand-in kind of `faas-standin up`
 FUNCTION = {
     ("image", "processing"): "imageproc",

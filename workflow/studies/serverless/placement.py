@@ -18,11 +18,13 @@ from; the platform: its front's and instances' ``node``/``hostname``/address fro
 
 from __future__ import annotations
 
+import ipaddress
 import tempfile
 import urllib.parse
 from pathlib import Path
 
 from repro import allocation
+from studies.serverless import layout
 
 SHARED_STATE = Path("results/serverless/state")  # under the workflow's directory: every node sees it
 
@@ -82,3 +84,28 @@ def planned(alloc: allocation.Allocation) -> dict:
 def measured(alloc: allocation.Allocation, url: str, platform: dict) -> dict:
     """A record's ``extra.placement``: the planned allocation and both sides as measured."""
     return {"planned": planned(alloc), "director": director_side(url), "platform": platform}
+
+
+def one_host(where: dict) -> bool:
+    """Whether both ends of a measured path (``measured``'s director and platform/server sides) ran on
+    one host, from what the sides measured: their hostnames where both reported one; else the address
+    the director connected to: a loopback address, or one of the director's own (the kernel then
+    sends from that same address, so connected_from equals it)."""
+    d, s = where.get("director") or {}, where.get("platform") or {}
+    if d.get("hostname") and s.get("hostname"):
+        return d["hostname"] == s["hostname"]
+    host = urllib.parse.urlsplit(d.get("connected_to") or "").hostname or ""
+    try:
+        if host == "localhost" or ipaddress.ip_address(host).is_loopback:
+            return True
+    except ValueError:  # a host name: only the address the kernel chose can tell
+        pass
+    return bool(host) and d.get("connected_from") == host
+
+
+def limit_kind(mode: str, what: str, where: dict) -> str:
+    """The system kind of a limit record (``what``: echo or iperf3) from its measured placement: with
+    the stand-ins, loopback only where both ends ran on one host, else the path between nodes."""
+    if mode != "standin":
+        return layout.system_kind({"mode": mode}, what)
+    return layout.STANDIN_KIND[what] if one_host(where) else layout.STANDIN_KIND_BETWEEN_NODES[what]

@@ -296,6 +296,10 @@ def run_limit(cfg: dict, variant: str, rep: int) -> int:
             parsed, _text = iperf.run_iperf3(host, None, li["iperf_seconds"], start_server=local_server,
                                              server_prefix=pl["launch"] if local_server else ())
         except (iperf.IperfError, OSError) as exc:
+            # labelled by the path the director measured to the server's address (no server side known)
+            where = place.measured(_ALLOC[0], f"tcp://{host}/", {"node": None, "hostname": None, "listen": host})
+            rec["system_kind"] = place.limit_kind(cfg["mode"], "iperf3", where)
+            rec["extra"]["placement"] = where
             _fail(raw, rec, f"iperf3: {exc}")
             return 1
         rec["metrics"] = [rawio.metric("throughput", parsed["mib_per_s"], "MiB/s")]
@@ -303,7 +307,9 @@ def run_limit(cfg: dict, variant: str, rep: int) -> int:
         server = {"node": parsed.get("server_node", pl["platform_node"] if local_server else None),
                   "hostname": parsed.get("server_hostname"), "listen": host,
                   "note": "iperf3 -s started on this node" if local_server else "limit.iperf_host"}
-        _ok(raw, rec, None, place.measured(_ALLOC[0], f"tcp://{host}/", server))
+        where = place.measured(_ALLOC[0], f"tcp://{host}/", server)
+        rec["system_kind"] = place.limit_kind(cfg["mode"], "iperf3", where)  # loopback only on one host
+        _ok(raw, rec, None, where)
         _progress(f"{raw}: iperf3 {parsed['mib_per_s']:.1f} MiB/s")
         return 0
     bad = 0
@@ -323,6 +329,7 @@ def run_limit(cfg: dict, variant: str, rep: int) -> int:
                 params = layout.limit_echo_params(size)
                 raw = layout.raw_path(params, rep)
                 rec = _record(cfg, params, rep, "echo")
+                rec["system_kind"] = place.limit_kind(cfg["mode"], "echo", where)  # loopback only on one host
                 rec["extra"]["placement"] = where
                 spec = fd.RunSpec(url, 1, li["concurrency"], "parallel", cfg["timeout_s"], cfg["max_retries"],
                                   labels={"study": "serverless", "rep": str(rep), "size": str(size)})

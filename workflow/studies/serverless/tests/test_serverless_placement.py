@@ -5,6 +5,7 @@ instances spread over every system node (srun steps); on one host everything on 
 from __future__ import annotations
 
 import pytest
+import serverless_testlib as tl
 from repro import allocation
 from studies.serverless import placement as place
 
@@ -67,3 +68,92 @@ def test_the_rehearsal_reads_only_measured_nodes_from_a_record():
     rec = {"extra": {"placement": place.measured(_alloc(4), "http://10.0.0.11:5/f", side)}}
     seen = rehearsal.measured_placement(rec, {f"node{i}" for i in range(4)})
     assert seen["nodes"] == ["node1"] and not seen["loopback"]
+
+
+def _ends(director_host, server_host, to, frm):
+    return {"director": {"node": director_host, "hostname": director_host, "connected_to": to,
+                         "connected_from": frm},
+            "platform": {"node": server_host, "hostname": server_host}}
+
+
+@pytest.mark.parametrize("where, one", [
+    (_ends("vm", "vm", "http://127.0.0.1:5/", "127.0.0.1"), True),              # locally: one host
+    (_ends("node0", "node0", "http://10.0.0.10:5/", "10.0.0.10"), True),        # a one-node job
+    (_ends("node0", "node1", "http://10.0.0.11:5/", "10.0.0.10"), False),       # n+1: the server on node1
+    (_ends("node0", None, "tcp://10.0.0.11/", "10.0.0.10"), False),             # no server side: the route
+    (_ends("node0", None, "tcp://127.0.0.1/", "127.0.0.1"), True),
+    (_ends("node0", None, "tcp://10.0.0.10/", "10.0.0.10"), True),              # one of the director's own
+    (_ends("node0", None, "http://node1:8080/", "10.0.0.10"), False),           # limit.echo_url by name
+    (_ends("node0", None, "http://localhost:8080/", "127.0.0.1"), True),
+])
+def test_limit_label_follows_the_measured_placement(where, one):
+    """stand-in:<what>-loopback only where both ends of the limit's path ran on one host; between nodes
+    (the n+1 layout on a cluster) it says so; with the real platforms (mode kubernetes) it is real."""
+    assert place.one_host(where) is one
+    for what in ("echo", "iperf3"):
+        kind = place.limit_kind("standin", what, where)
+        assert kind == (f"stand-in:{what}-loopback" if one else f"stand-in:{what}-between-nodes")
+        assert place.limit_kind("kubernetes", what, where) == "real"
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_an_iperf3_limit_between_nodes_is_not_labelled_loopback(tmp_path, monkeypatch, fails):
+    """run.py's iperf3 limit in a job of 2 nodes (the server started on node1 through an srun step;
+    iperf3 itself faked here): the record, and the failure record, carry the between-nodes label and
+    the measured placement. Fails with the label taken from the config alone (always loopback)."""
+    from repro import rawio
+    from studies.serverless import run
+    from tools.fdirector import iperf
+
+    def fake_iperf3(host, port, seconds, start_server, server_prefix):
+        assert start_server and server_prefix[0] == "srun" and host == "10.0.0.11"
+        if fails:
+            raise iperf.IperfError("no route")
+        return {"mib_per_s": 900.0, "server_node": "node1", "server_hostname": "node1"}, "{}"
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(iperf, "run_iperf3", fake_iperf3)
+    monkeypatch.setattr(run, "_ALLOC", [_alloc(2)])
+    cfg = tl.section(limit={"iperf_host": "127.0.0.1"})
+    assert run.run_limit(cfg, "iperf3", 0) == (1 if fails else 0)
+    raw = tmp_path / run.layout.raw_path(run.layout.limit_iperf_params(), 0)
+    rec = rawio.read(rawio.failure_path(raw) if fails else raw)
+    assert rec["system_kind"] == "stand-in:iperf3-between-nodes", rec["system_kind"]
+    assert rec["extra"]["placement"]["director"]["connected_to"] == "tcp://10.0.0.11/"
+    if not fails:
+        assert rec["extra"]["placement"]["platform"]["hostname"] == "node1"
+
+
+def test_an_echo_limit_between_nodes_is_not_labelled_loopback(tmp_path, monkeypatch):
+    """run.py's echo limit in a job of 2 nodes: the echo server reported node1 (faked here, as is the
+    director, which fails every size): each size's record carries the between-nodes label."""
+    from repro import rawio
+    from studies.serverless import run
+    from tools.fdirector import director as fd
+    from tools.fdirector import standin
+
+    class Echo:
+        def __init__(self, state_dir, launch, listen):
+            assert launch[0] == "srun" and listen == "10.0.0.11"
+            self.url = f"http://{listen}:5/"
+
+        def start(self):
+            return self
+
+        def where(self):
+            return {"node": "node1", "hostname": "node1", "listen": self.url}
+
+        def stop(self):
+            pass
+
+    def no_answer(spec, workload):
+        raise fd.DirectorError("timeout")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(standin, "EchoServer", Echo)
+    monkeypatch.setattr(fd, "run", no_answer)
+    monkeypatch.setattr(run, "_ALLOC", [_alloc(2)])
+    cfg = tl.section(limit={"exponents": [10, 20]})
+    assert run.run_limit(cfg, "echo", 0) == 1
+    recs = [rawio.read(p) for p in (tmp_path / "results/serverless/failed").rglob("*.json")]
+    assert len(recs) == 2 and {r["system_kind"] for r in recs} == {"stand-in:echo-between-nodes"}

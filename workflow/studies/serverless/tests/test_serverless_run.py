@@ -69,6 +69,8 @@ def test_every_run_succeeds_and_is_labelled(tiny):
         assert rec["system_kind"].startswith("stand-in:"), (r, rec["system_kind"])
         assert rec["status"] == "ok"
         where = rec["extra"]["placement"]  # both sides as measured (issue 19), one host here
+        if "workload~limit" in str(r):  # both ends on this host: the loopback label (placement.limit_kind)
+            assert rec["system_kind"] == layout.STANDIN_KIND[rec["params"]["variant"]], (r, rec["system_kind"])
         assert where["director"]["node"] and where["planned"]["launcher"] == "local", r
         if "platform~baseline" not in str(r) and "iperf3" not in str(r):
             assert where["platform"]["node"] and where["platform"]["listen"].startswith("http://127.0.0.1:"), r
