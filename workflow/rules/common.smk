@@ -237,7 +237,7 @@ def bench_log(study, name):
 # ---------------------------------------------------------------------------
 # Analysis rules (aggregate, tables, figures, claims): one shape for every study.
 # ---------------------------------------------------------------------------
-def analysis_rule(study, name, *, script, output, args, lib=(), inputs=None, raw=(), names=None, cfg=None, log=None):
+def analysis_rule(study, name, *, script, output, args, lib=(), inputs=None, raw=(), names=None, cfg=None, log=None, bench=None):
     """Define one analysis rule of a study: `python3 -m studies.<study>.<script> --config <section> <args>`
     in the analysis image, its log, benchmark file and resources derived from the study and script.
 
@@ -252,6 +252,7 @@ def analysis_rule(study, name, *, script, output, args, lib=(), inputs=None, raw
     raw      unnamed inputs (a function of the wildcards giving the raw files)
     cfg      the --config argument (default: the whole section, study_json)
     log      the log file (default results/<study>/log/<script or {name}>.log)
+    bench    the benchmark file's name (default <study>_<script or {name}>)
 
     Made in a function, never in a bare loop: Snakemake evaluates `shell:` again when a job runs,
     so a loop's rules would all run its last command (workflow/README.md).
@@ -273,7 +274,7 @@ def analysis_rule(study, name, *, script, output, args, lib=(), inputs=None, raw
         log:
             log or f"results/{study}/log/{stem}.log",
         benchmark:
-            bench_log(study, f"{study}_{stem}")
+            bench_log(study, bench or f"{study}_{stem}")
         wildcard_constraints:
             **({"name": "|".join(names)} if names else {}),
         container:

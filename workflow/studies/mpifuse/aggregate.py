@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from repro import cli
 from studies.mpifuse import analysis, layout
 from repro import paramspace, rawio, tidy
 
@@ -40,17 +39,9 @@ def failed_traffic(df: pd.DataFrame, root: str = ".") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=df.columns)
 
 
-def main() -> int:
-    a, cfg = cli.parse(__doc__, "measurements", "summary", "bytes")
-    df, summ = build(cfg)
-    tidy.write_csv(df, a.measurements)
-    tidy.write_csv(summ, a.summary)
-    tidy.write_csv(analysis.bytes_table(df), a.bytes)
-    runs = df.drop_duplicates(subset=["raw_file"])
-    print(f"mpifuse_aggregate: {len(df)} rows from {len(runs)} configurations x repeats: "
-          f"{(runs.status == 'ok').sum()} ok, {(runs.status == 'failed').sum()} failed, "
-          f"{(runs.status == 'not-run').sum()} not run")
-    return 0
+def main(argv=None) -> int:
+    return tidy.aggregate_main(__doc__, build, label="mpifuse_aggregate", runs="configurations x repeats", argv=argv,
+                               tables={"bytes": lambda df, a: analysis.bytes_table(df)})
 
 
 if __name__ == "__main__":

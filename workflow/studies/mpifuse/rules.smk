@@ -132,26 +132,14 @@ rule mpifuse_speed:
         " --tag $tag --out {output}) > {log} 2>&1"
 
 
-rule mpifuse_speed_report:
-    input:
-        analysis_image_input(),
-        code=study_code("mpifuse", "speed_report"),
-        raw=MF_OUT["speed_raw"],
-        published=MF_PUBLISHED,
-    output:
-        table=MF_OUT["speed_table"],
-        report=MF_OUT["speed_report"],
-        issue13=MF_OUT["speed_issue13"],
-        issue22=MF_OUT["speed_issue22"],
-    log:
-        "results/mpifuse/log/speed_report.log",
-    container:
-        ANALYSIS_IMAGE
-    resources:
-        **analysis_resources(),
-    shell:
-        "python3 -m studies.mpifuse.speed_report --raw {input.raw} --published {input.published} --table {output.table}"
-        " --report {output.report} --issue13 {output.issue13} --issue22 {output.issue22} > {log} 2>&1"
+# the speed report: every number recomputed from the speed benchmark's raw file
+analysis_rule(
+    "mpifuse", "mpifuse_speed_report", script="speed_report",
+    inputs={"raw": MF_OUT["speed_raw"], "published": MF_PUBLISHED},
+    output={k: MF_OUT[f"speed_{k}"] for k in ("table", "report", "issue13", "issue22")},
+    args="--raw {input.raw} --published {input.published} --table {output.table} --report {output.report}"
+    " --issue13 {output.issue13} --issue22 {output.issue22}",
+)
 
 
 rule mpifuse:

@@ -21,7 +21,6 @@ whose server answered READ requests (the kernel did not pass the reads through) 
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from datetime import datetime
@@ -29,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from repro import published, rawio, tidy
+from repro import cli, published, rawio, tidy
 from repro.plotting import variant_label
 
 # what each speed variant is: (paper-faithful?, description)
@@ -618,14 +617,12 @@ def report(rec: dict, pub: pd.DataFrame | None = None) -> tuple[str, pd.DataFram
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--raw", required=True)
+    # --config: the study's section, as every study script takes it (the numbers come from the raw file)
+    ap = cli.parser(__doc__, "raw", "table", "report")
     ap.add_argument("--published")
-    ap.add_argument("--table", required=True)
-    ap.add_argument("--report", required=True)
     ap.add_argument("--issue13", help="issue 13's table (earlier values, this run's ratios, target, verdict) as CSV")
     ap.add_argument("--issue22", help="issue 22's table (native, FUSE ceiling, ratios to each, bound) as CSV")
-    a = ap.parse_args()
+    a, _ = cli.finish(ap)
     rec = rawio.read(a.raw)
     pub = published.load(a.published) if a.published else None
     text, thr = report(rec, pub)

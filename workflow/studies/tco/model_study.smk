@@ -50,29 +50,11 @@ def model_study(
         },
     )
 
-    rule:
-        """The model: every cost month by month from the config (the study's raw file)."""
-        name:
-            f"{study}_run"
-        input:
-            analysis_image_input(),
-            code=study_code(study, "model"),
-        output:
-            **{k: out[k] for k in run_outputs},
-        log:
-            f"results/{study}/log/run.log",
-        benchmark:
-            bench_log(study, f"{study}_run")
-        container:
-            ANALYSIS_IMAGE
-        resources:
-            **analysis_resources(),
-        params:
-            cfg=lambda wc: study_json(study),
-        shell:
-            f"python3 -m studies.{study}.model --config {{params.cfg}}"
-            + flags("output", run_outputs)
-            + " > {log} 2>&1"
+    # the model: every cost month by month from the config (the study's raw file)
+    analysis_rule(
+        study, f"{study}_run", script="model", output={k: out[k] for k in run_outputs},
+        args=flags("output", run_outputs).strip(), log=f"results/{study}/log/run.log", bench=f"{study}_run",
+    )
 
     rule:
         """The tidy table, the paper's tables and the claims, from the model's raw file only."""

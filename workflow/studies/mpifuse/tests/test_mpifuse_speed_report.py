@@ -160,7 +160,7 @@ def test_paper_passthrough_cost_and_the_report_files(tmp_path):
     rec = record({**NATIVE, ("passthrough", "dd"): [1.0, 0.5, 2.0], ("kpassthrough", "dd"): [4.0, 2.0, 8.0]})
     raw = tmp_path / "raw.json"
     rawio.write_json_atomic(raw, rec)
-    out = subprocess.run([PY, "-m", "studies.mpifuse.speed_report", "--raw", str(raw), "--published",
+    out = subprocess.run([PY, "-m", "studies.mpifuse.speed_report", "--config", "{}", "--raw", str(raw), "--published",
                           str(PUBLISHED), "--table", str(tmp_path / "speed.csv"), "--report",
                           str(tmp_path / "report.md"), "--issue13", str(tmp_path / "issue13.csv"),
                           "--issue22", str(tmp_path / "issue22.csv")],
@@ -266,7 +266,7 @@ def test_measured_runs_are_fixtures_their_reports_regenerate(raw, tmp_path, monk
     writes from the raw file today (a change to the report's numbers or wording shows here, and the
     committed files are regenerated with it)."""
     out = {k: tmp_path / f"{k}.out" for k in ("table", "report", "issue13", "issue22")}
-    argv = ["speed_report", "--raw", str(raw), "--published", str(PUBLISHED)]
+    argv = ["speed_report", "--config", "{}", "--raw", str(raw), "--published", str(PUBLISHED)]
     monkeypatch.setattr("sys.argv", argv + [a for k, p in out.items() for a in (f"--{k}", str(p))])
     assert sr.main() == 0
     stem = raw.with_suffix("")
