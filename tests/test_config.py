@@ -58,6 +58,18 @@ def test_run_section_leaves_out_judging_keys_at_any_depth():
     assert rc.run_section({**section, "repeats": 4}, schema) != run  # a run key change: different
 
 
+def test_run_section_leaves_out_plan_only_keys():
+    """x-plan: read only when the plan is made (a Slurm time limit, the kick choice)."""
+    from repro import config as rc
+
+    schema = {"properties": {"repeats": {"type": "integer"}, "runtime_minutes": {"type": "integer", "x-plan": True},
+                             "kick": {"type": "object", "x-plan": True}}}
+    section = {"repeats": 3, "runtime_minutes": 60, "kick": {"stack": "ceph"}}
+    assert rc.judging_paths(schema, marker="x-plan") == [("runtime_minutes",), ("kick",)]
+    assert rc.run_section(section, schema) == {"repeats": 3}
+    assert rc.run_section({**section, "runtime_minutes": 600}, schema) == rc.run_section(section, schema)
+
+
 @pytest.mark.parametrize("study", repro_config.study_names())
 def test_changing_every_judging_key_leaves_the_benchmarks_params_alone(study):
     """config/config.yaml's section of each study: every x-judging value replaced gives the same

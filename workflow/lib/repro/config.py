@@ -153,23 +153,26 @@ def validate(config: Mapping, schema: dict | None = None, source: str = "config"
     return cfg
 
 
-def judging_paths(schema: Mapping, prefix: tuple = ()) -> list[tuple]:
-    """The key paths of the properties a study's schema marks ``x-judging: true`` (analysis only)."""
+def judging_paths(schema: Mapping, prefix: tuple = (), marker: str = "x-judging") -> list[tuple]:
+    """The key paths of the properties a study's schema marks ``x-judging: true`` (analysis only);
+    with marker="x-plan", those marked ``x-plan: true`` (read only when the plan is made: a Slurm
+    time limit, the kick-the-tires choice)."""
     out: list[tuple] = []
     for name, sub in (schema.get("properties") or {}).items():
         if not isinstance(sub, Mapping):
             continue
-        if sub.get("x-judging"):
+        if sub.get(marker):
             out.append(prefix + (name,))
         else:
-            out.extend(judging_paths(sub, prefix + (name,)))
+            out.extend(judging_paths(sub, prefix + (name,), marker))
     return out
 
 
 def run_section(section: Mapping, schema: Mapping) -> dict:
-    """A study's config section without its judging keys: what a benchmark job is given."""
+    """A study's config section without its judging and plan-only keys: what a benchmark job is
+    given (changing one of them never re-runs a benchmark)."""
     out = copy.deepcopy(dict(section))
-    for path in judging_paths(schema):
+    for path in judging_paths(schema) + judging_paths(schema, marker="x-plan"):
         node = out
         for key in path[:-1]:
             node = node.get(key) if isinstance(node, dict) else None
