@@ -107,3 +107,39 @@ def test_the_smoke_study_runs_on_the_contract(tmp_path):
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and not out.exists()
     assert "no_injected_fault" in json.loads(rawio.failure_path(out).read_text())["failure"]
+
+
+MULTI = runner.Experiments("toy")
+
+
+@MULTI.experiment("many")
+def _many(ctx):
+    out = {}
+    for i, path in enumerate(ctx.outs):
+        if ctx.params.get("skip") == i:
+            continue
+        rec = ctx.record()
+        rec["metrics"] = [rawio.metric("i", float(i), "count")]
+        out[path] = rec
+    return out
+
+
+def test_one_job_many_raw_files_and_a_missing_one_is_a_failure(tmp_path):
+    outs = [str(tmp_path / f"raw/i~{i}/rep~0.json") for i in range(3)]
+    assert MULTI.main(["many", "--config", "{}", "--out", *outs]) == 0
+    assert [rawio.value(rawio.read(p), "i") for p in outs] == [0.0, 1.0, 2.0]
+    for p in outs:
+        os.unlink(p)
+    assert MULTI.main(["many", "--config", "{}", "--params", '{"skip": 1}', "--out", *outs]) == 1
+    assert os.path.exists(outs[0]) and os.path.exists(outs[2]) and not os.path.exists(outs[1])
+    assert json.loads(rawio.failure_path(outs[1]).read_text())["failure"] == "the run wrote no record for it"
+    assert not rawio.failure_path(outs[0]).exists()
+
+
+def test_a_failure_of_a_many_file_job_records_every_file(tmp_path):
+    outs = [str(tmp_path / f"raw/i~{i}/rep~0.json") for i in range(2)]
+    assert RUN.main(["bad", "--config", "{}", "--out", *outs]) == 1
+    assert all(json.loads(rawio.failure_path(p).read_text())["failure"] == "the check failed" for p in outs)
+    # a one-record experiment given two paths is refused, recorded as a failure of both
+    assert RUN.main(["ok", "--config", '{"scale": 1}', "--params", '{"x": 1}', "--out", *outs]) == 1
+    assert not any(os.path.exists(p) for p in outs)

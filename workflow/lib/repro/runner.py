@@ -32,6 +32,10 @@ What the entry point gives every experiment:
   exception writes a failure record at ``failed/<same path>`` naming why, and the job exits
   non-zero -- never a partial raw file under the final name. An experiment that returns None
   writes nothing (an MPI rank other than the one that records).
+- several raw files from one job (one stack brought up once, many configurations): ``--out``
+  takes several paths (Snakemake's ``{output}``), the experiment returns ``{path: record}``
+  (``ctx.outs``), and every path it gave no record for gets a failure record saying so (exit 1);
+  ``RunFailed(why, records={path: record})`` records each path's own record.
 """
 
 from __future__ import annotations
@@ -51,10 +55,11 @@ from repro import cli, rawio
 class RunFailed(Exception):
     """The run measured something wrong (a failed check, a dead server): record it as failed."""
 
-    def __init__(self, why: str, record: dict | None = None):
+    def __init__(self, why: str, record: dict | None = None, records: dict | None = None):
         super().__init__(why)
         self.why = why
         self.record = record
+        self.records = records
 
 
 class Terminated(Exception):
@@ -68,10 +73,17 @@ class Context:
     cfg: dict
     params: dict
     rep: int
-    out: str
+    outs: list[str]
     system_kind: str = "real"
     started: float = field(default_factory=time.monotonic)
     _record: dict | None = None
+
+    @property
+    def out(self) -> str:
+        """The raw file of a one-output experiment."""
+        if len(self.outs) != 1:
+            raise RunFailed(f"{self.experiment} writes {len(self.outs)} raw files: use ctx.outs")
+        return self.outs[0]
 
     def record(self, tool_versions: dict | None = None, system_kind: str | None = None) -> dict:
         """This run's repro.raw/1 record (kept: a failure after this point records it)."""
@@ -111,7 +123,7 @@ class Experiments:
         ap.add_argument("--config", help="the study's config section: JSON, or @file")
         ap.add_argument("--params", default="{}", help="this run's parameters: a JSON object")
         ap.add_argument("--rep", type=int, default=0)
-        ap.add_argument("--out", help="the raw file this run writes")
+        ap.add_argument("--out", nargs="+", help="the raw file(s) this run writes")
         ap.add_argument("--list", action="store_true", help="print the experiments and exit")
         return ap
 
@@ -130,7 +142,7 @@ class Experiments:
             ap.error(f"--params is not JSON: {exc}")
         if not isinstance(params, dict):
             ap.error("--params must be a JSON object")
-        ctx = Context(self.study, args.experiment, cli.load_config(args.config), params, args.rep, args.out,
+        ctx = Context(self.study, args.experiment, cli.load_config(args.config), params, args.rep, list(args.out),
                       self._kinds[args.experiment])
         return self.run(ctx)
 
@@ -147,7 +159,7 @@ class Experiments:
         try:
             rec = self._fns[ctx.experiment](ctx)
         except RunFailed as exc:
-            return self._failed(ctx, exc.record or ctx._record, exc.why)
+            return self._failed(ctx, exc.record or ctx._record, exc.why, records=exc.records)
         except Terminated as exc:
             return self._failed(ctx, ctx._record, str(exc), rc=143)
         except Exception as exc:  # any crash of the experiment is a recorded failure, never a result
@@ -159,15 +171,29 @@ class Experiments:
         if rec is None:
             ctx.progress("done (nothing to record here)")
             return 0
-        rawio.clear_failure(ctx.out)
-        rawio.write_json_atomic(ctx.out, rawio.finish(rec))
-        ctx.progress(f"done: {ctx.out}")
+        if not isinstance(rec, dict) or "schema" in rec:  # one record: the one raw file
+            try:
+                rec = {ctx.out: rec}
+            except RunFailed as exc:
+                return self._failed(ctx, None, f"{exc.why}; it returned one record")
+        unknown = sorted(set(rec) - set(ctx.outs))
+        if unknown:
+            return self._failed(ctx, None, f"records for paths not asked for: {unknown}")
+        for path, one in rec.items():
+            rawio.clear_failure(path)
+            rawio.write_json_atomic(path, rawio.finish(one))
+        missing = [p for p in ctx.outs if p not in rec]
+        if missing:
+            return self._failed(ctx, ctx._record, "the run wrote no record for it", outs=missing)
+        ctx.progress(f"done: {len(rec)} raw file(s), {ctx.outs[0]}{' ...' if len(rec) > 1 else ''}")
         return 0
 
-    def _failed(self, ctx: Context, rec: dict | None, why: str, rc: int = 1) -> int:
+    def _failed(self, ctx: Context, rec: dict | None, why: str, rc: int = 1, records: dict | None = None,
+                outs: list[str] | None = None) -> int:
         if rec is None:  # it failed before it made its record
             rec = rawio.new_record(self.study, ctx.experiment, ctx.params, ctx.rep, ctx.system_kind, {})
-        path = rawio.write_failure(ctx.out, rec, why)
-        ctx.progress(f"FAILED: {why} (record: {path})")
+        for path in outs or ctx.outs:
+            written = rawio.write_failure(path, (records or {}).get(path, rec), why)
+        ctx.progress(f"FAILED: {why} (record: {written}{' ...' if len(outs or ctx.outs) > 1 else ''})")
         print(f"{self.study} {ctx.experiment}: FAILED: {why}", file=sys.stderr, flush=True)
         return rc
