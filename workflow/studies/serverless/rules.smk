@@ -80,8 +80,9 @@ rule serverless_site_check:
 # per platform because the sizes a platform refuses by design, Nuclio Go above 2 MiB, are sent but
 # are not outputs: their failure records are the result), or one limit measurement (the director's
 # ceiling against a bare echo server at every ceiling size; iperf3 over the same path).
-# A rule made in a loop runs its shell expression when the job runs, after the loop has ended: the
-# shell strings are literals, what differs per rule comes in through params (made per rule here).
+# A rule made in a bare loop would run its shell expression when the job runs, after the loop has
+# ended: each rule is made in a function (_sl_run_rule), its shell string a literal, what differs per
+# rule coming in through params.
 # Every run job (and the site check they wait for) gets run_json: the section without its x-judging keys.
 
 
@@ -140,32 +141,37 @@ SL_RUN_RULES = (
     ]
 )
 
-for _sl_r in SL_RUN_RULES:
+def _sl_run_rule(r):
+    """One run rule of SL_RUN_RULES (made in a function: see the comment above)."""
 
     rule:
         name:
-            _sl_r["name"]
+            r["name"]
         input:
             sl_system_inputs,
-            **_sl_r["inputs"],
+            **r["inputs"],
             code=study_code("serverless", "run", "layout", "placement"),
         output:
-            _sl_r["output"],
+            r["output"],
         log:
-            _sl_r["log"],
+            r["log"],
         benchmark:
-            _sl_r["benchmark"]
+            r["benchmark"]
         wildcard_constraints:
-            **_sl_r["constraints"],
+            **r["constraints"],
             rep=r"[0-9]+",
         resources:
-            **sl_run_resources(_sl_r["system_nodes"]),
+            **sl_run_resources(r["system_nodes"]),
         params:
             exec=sl_exec(),
             cfg=lambda wc: run_json("serverless"),
-            args=_sl_args(_sl_r["args"]),
+            args=_sl_args(r["args"]),
         shell:
             "{params.exec} python3 -m studies.serverless.run --config {params.cfg} {params.args} > {log} 2>&1"
+
+
+for _sl_r in SL_RUN_RULES:
+    _sl_run_rule(_sl_r)
 
 
 # The tidy table (every expected configuration: ok, failed or not run), the summary and the limits
