@@ -149,9 +149,9 @@ analysis_rule(
 # published values, writes the data it draws (tables/{name}.csv) and a figure its .png
 ST_BY_NAME = {  # rule: (scripts, the other modules they import, outputs, output arguments)
     "storage_figure": (ST_FIGURES, ("analysis", "layout", "cosfig"),
-                       {"table": "results/storage/tables/{name}.csv", "figure": "results/storage/figures/{name}.png"},
+                       {"table": ST_STUDY.table("{name}"), "figure": ST_STUDY.figure("{name}")},
                        " --table {output.table} --out {output.figure}"),
-    "storage_table": (ST_TABLES, ("analysis", "layout"), {"table": "results/storage/tables/{name}.csv"},
+    "storage_table": (ST_TABLES, ("analysis", "layout"), {"table": ST_STUDY.table("{name}")},
                       " --out {output.table}"),
 }
 for _st_rule, (_st_names, _st_lib, _st_out, _st_args) in ST_BY_NAME.items():
@@ -165,11 +165,3 @@ analysis_rule(
     " --out {output.claims}",
 )
 
-
-rule storage:
-    input:
-        ST_OUT["claims"],
-        ST_OUT["limits"],
-        ST_OUT["summary"],
-        [ST_OUT[n] for n in ST_FIGURES],
-        [ST_OUT[f"{n}_table"] for n in ST_TABLES],

