@@ -1,7 +1,7 @@
-"""Run one workflow configuration and write its repro.raw/1 record.
+"""Run one workflow configuration: the measurement, engine-free.
 
     python -m mtcwf.run --workflow montage --inputs results/memfs/wf_inputs/montage \
-        --design memfs --nodes 4 --tasks-per-node 2 --rep 0 --raw results/memfs/raw/.../rep~0.json
+        --design memfs --nodes 4 --tasks-per-node 2 --rep 0 --raw out.json
 
 The driver (this process, node 0 of the n+1 layout) starts the cluster
 (memcached + k MemFS mounts per node, or node-local directories), runs the
@@ -9,8 +9,12 @@ workflow's stages with the MTC scheduler, takes the memory snapshot at the
 end of the run (before anything is removed, as the paper's Figure 2.9), then
 verifies the result (the mosaic, the planted BLAST hits) and tears down.
 
-A task that fails, a verification that fails, or a crash writes a failure
-record under results/<study>/failed/ and exits 1.
+``measure`` fills a plain dict (system_kind, extra: stages, placement, per-node
+memory, MemFS's counters; sanity) and raises ``RunFailed`` when a task fails, the
+verification fails or the run crashes. The study records it (a repro.raw/1 record
+or a failure record: workflow/studies/memfs/wf_run.py); this module's own command
+line writes the dict as JSON (``ok``, ``why``) to --raw. systems/ never imports the
+project's engine.
 """
 
 from __future__ import annotations
@@ -29,11 +33,6 @@ from pathlib import Path
 from . import cluster_api, dag
 from .scheduler import Scheduler, TaskFailed
 
-from repro import rawio  # the project's library (workflow/lib on PYTHONPATH)
-
-REPO = Path(__file__).resolve().parents[3]
-
-STUDY = "memfs"
 PLACEMENT = {"memfs": "uniform", "locality": "locality", "local-disk": "uniform"}
 
 
@@ -84,15 +83,21 @@ def memfs_counters(c, design: str) -> dict:
     return out
 
 
-def run(args) -> int:
-    params = {"workflow": args.workflow, "design": args.design, "nodes": args.nodes,
-              "tasks_per_node": args.tasks_per_node}
+class RunFailed(Exception):
+    """A run that is a result, not a measurement: a task or the verification failed, or it crashed."""
+
+
+def kind_guess(args) -> str:
+    return "stand-in:local-processes" if args.launcher == "standin" else "stand-in:network-namespaces"
+
+
+def measure(args, rec: dict, log) -> dict:
+    """Run one configuration, filling ``rec`` (system_kind, extra, sanity) as it goes, so a failed run's
+    record holds what was measured until then. Returns the run's time and per-node memory; raises
+    RunFailed with the reason."""
     wf = build_workflow(args.workflow, args.inputs)
     memfs_opts = json.loads(args.memfs_opts) if args.memfs_opts else {}
     network = json.loads(args.network) if args.network else {}
-    kind_guess = "stand-in:local-processes" if args.launcher == "standin" else "stand-in:network-namespaces"
-    rec = rawio.new_record(STUDY, f"workflow_{args.workflow}", params, args.rep, kind_guess, tool_versions())
-    rec["primary_metric"] = "parallel_time"
     rec["extra"] = {"launcher": args.launcher, "image": args.image, "placement": PLACEMENT[args.design],
                     "scheduler_node": 1,
                     "memfs_opts": memfs_opts, "network": network, "inputs": str(args.inputs),
@@ -102,7 +107,6 @@ def run(args) -> int:
     xfer = tempfile.mkdtemp(prefix=".xfer-", dir=xfer_base)
     own_workdir = not args.workdir
     workdir = args.workdir or tempfile.mkdtemp(prefix=f"mtcwf-{args.workflow}-{args.design}-", dir=args.tmp_base)
-    log = lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", flush=True)
     log(f"{args.workflow} design={args.design} nodes={args.nodes} tasks/node={args.tasks_per_node} rep={args.rep}"
         f" launcher={args.launcher}")
     try:
@@ -143,10 +147,10 @@ def run(args) -> int:
                 raise TaskFailed(vt, 1, vr)
             check = wf.check(vr["stdout"])
     except TaskFailed as exc:
-        return fail(args, rec, f"{exc}")
+        raise RunFailed(f"{exc}") from None
     except Exception as exc:  # noqa: BLE001 - a crash is a failed run, recorded
         traceback.print_exc()
-        return fail(args, rec, f"{type(exc).__name__}: {exc}")
+        raise RunFailed(f"{type(exc).__name__}: {exc}") from None
     finally:
         shutil.rmtree(xfer, ignore_errors=True)
         if own_workdir and not _mounted_under(workdir):  # the launcher removes the node dirs, we ours
@@ -155,33 +159,12 @@ def run(args) -> int:
     rec["extra"]["memfs_counters"] = {str(k): v for k, v in counters.items()}
     rec["extra"]["node_stats"] = stats
     if not check.get("ok"):
-        return fail(args, rec, f"verification failed: {check.get('why')}")
-    m = rawio.metric
-    timed = [s for s in rec["extra"]["stages"] if s["timed"]]
-    for s in rec["extra"]["stages"]:
-        rec["metrics"].append(m("stage_time", s["wall_s"], "s", stage=s["stage"], timed=s["timed"]))
-        rec["metrics"].append(m("stage_tasks", s["tasks"], "tasks", stage=s["stage"], timed=s["timed"]))
-    rec["metrics"].append(m("parallel_time", sum(s["wall_s"] for s in timed), "s"))
-    rec["metrics"].append(m("workflow_time", wf_time, "s"))
-    rec["metrics"].append(m("tasks", sum(s["tasks"] for s in rec["extra"]["stages"]), "tasks"))
-    rec["metrics"].append(m("failed_tasks", 0, "tasks"))
-    for row in stats:
-        role = "scheduler" if row["node"] == 1 else "other"
-        rec["metrics"].append(m("data_bytes", row["data_bytes"], "B", node=row["node"], role=role))
-        rec["metrics"].append(m("memcached_rss_bytes", row["memcached_rss_bytes"], "B", node=row["node"], role=role))
-        rec["metrics"].append(m("fuse_rss_bytes", row["fuse_rss_bytes"], "B", node=row["node"], role=role))
-        rec["metrics"].append(m("memory_bytes", row["memcached_rss_bytes"] + row["fuse_rss_bytes"], "B",
-                                node=row["node"], role=role))
-    rec["metrics"].append(m("aggregate_data_bytes", sum(r["data_bytes"] for r in stats), "B"))
-    rec["metrics"].append(m("aggregate_memory_bytes",
-                            sum(r["memcached_rss_bytes"] + r["fuse_rss_bytes"] for r in stats), "B"))
-    rawio.finish(rec)
-    rawio.write_json_atomic(args.raw, rec)
-    rawio.clear_failure(args.raw)
-    par = sum(s["wall_s"] for s in timed)
-    log(f"ok: parallel stages {par:.2f} s, workflow {wf_time:.2f} s, data per node "
-        + ", ".join(f"{r['node']}:{r['data_bytes'] / 1e6:.1f}MB" for r in stats) + f" -> {args.raw}")
-    return 0
+        raise RunFailed(f"verification failed: {check.get('why')}")
+    return {"wf_time": wf_time, "stats": stats}
+
+
+def log(m: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {m}", flush=True)
 
 
 def _mounted_under(path: str) -> bool:
@@ -193,13 +176,8 @@ def _mounted_under(path: str) -> bool:
         return True
 
 
-def fail(args, rec, why: str) -> int:
-    path = rawio.write_failure(args.raw, rec, why)
-    print(f"FAILED: {why}\n  failure record: {path}", file=sys.stderr, flush=True)
-    return 1
-
-
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
+    """The command line of one run (the study's recorder takes the same, workflow/studies/memfs/wf_run.py)."""
     ap = argparse.ArgumentParser(description="Run one Montage/BLAST workflow configuration.")
     ap.add_argument("--workflow", required=True, choices=["montage", "blast"])
     ap.add_argument("--inputs", required=True, help="directory made by the generator (manifest.json)")
@@ -224,7 +202,22 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.nodes < 1 or args.tasks_per_node < 1:
         ap.error("--nodes and --tasks-per-node must be >= 1")
-    return run(args)
+    return args
+
+
+def main(argv=None) -> int:
+    """Measure one configuration; --raw gets the plain dict with ok and why (no repro.raw/1 record)."""
+    args = parse_args(argv)
+    rec = {"params": {"workflow": args.workflow, "design": args.design, "nodes": args.nodes,
+                      "tasks_per_node": args.tasks_per_node}, "rep": args.rep, "system_kind": kind_guess(args)}
+    try:
+        rec.update(measure(args, rec, log), ok=True, why="")
+    except RunFailed as exc:
+        rec.update(ok=False, why=str(exc))
+    os.makedirs(os.path.dirname(os.path.abspath(args.raw)), exist_ok=True)
+    Path(args.raw).write_text(json.dumps(rec, indent=1, default=str) + "\n")
+    print(("ok: " if rec["ok"] else "FAILED: ") + (rec["why"] or args.raw), flush=True)
+    return 0 if rec["ok"] else 1
 
 
 if __name__ == "__main__":

@@ -69,11 +69,12 @@ def blast_inputs(tmp_path_factory):
 
 def run_workflow(tmp: Path, workflow: str, inputs: Path, design: str, nodes: int = 2, k: int = 1,
                  launcher: str = "standin", rep: int = 0, extra: list[str] | None = None):
-    """Run mtcwf.run in a subprocess; returns (rc, raw path, output)."""
+    """Run one configuration and record it (studies.memfs.wf_run over mtcwf.run) in a subprocess; returns
+    (rc, raw path, output)."""
     raw = tmp / "results" / "memfs" / "raw" / f"workflow~{workflow}" / f"design~{design}" / \
         f"nodes~{nodes}" / f"tasks_per_node~{k}" / f"rep~{rep}.json"
-    cmd = [sys.executable, "-m", "mtcwf.run", "--workflow", workflow, "--inputs", str(inputs), "--design", design,
-           "--nodes", str(nodes), "--tasks-per-node", str(k), "--rep", str(rep), "--raw", str(raw),
+    cmd = [sys.executable, "-m", "studies.memfs.wf_run", "--workflow", workflow, "--inputs", str(inputs),
+           "--design", design, "--nodes", str(nodes), "--tasks-per-node", str(k), "--rep", str(rep), "--raw", str(raw),
            "--launcher", launcher, "--memcached-mb", "128", "--task-timeout", "120",
            "--tmp-base", str(tmp)] + list(extra or [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(WF), os.environ.get("PYTHONPATH", "")]))

@@ -2,9 +2,9 @@
 """One run of the montage-memlimit experiment (paper 004, Section 2.4.2: AMFS's scheduler node
 runs out of memory on Montage 12x12, MemFS completes).
 
-    python3 -m studies.memfs.wf_memlimit_run <the arguments of mtcwf.run>
+    python3 -m studies.memfs.wf_memlimit_run <the arguments of mtcwf.run (studies.memfs.wf_run)>
 
-Runs ``mtcwf.run`` unchanged (same cluster, same scheduler, same verification); each node's
+Runs ``studies.memfs.wf_run`` (``mtcwf.run``) unchanged (same cluster, same scheduler, same verification); each node's
 memcached gets ``-m <--memcached-mb> -M``, so a full node answers "SERVER_ERROR out of memory"
 instead of evicting, and MemFS turns that answer into ENOSPC and counts it (errors.enospc).
 Montage's tools only print "could not close the file", so when the run fails this wrapper
@@ -61,14 +61,14 @@ class _Snap:
 
 def main(argv=None) -> int:
     from mtcwf import cluster_api  # systems/mtc-workflows on PYTHONPATH (the rule's MWF_ENV)
-    from mtcwf import run as wfrun
+    from studies.memfs import wf_run
 
     argv = list(sys.argv[1:] if argv is None else argv)
     raw = argv[argv.index("--raw") + 1]
     orig = cluster_api.open_cluster
     cluster_api.open_cluster = lambda *a, **k: _Snap(orig(*a, **k))
     try:
-        rc = wfrun.main(argv)
+        rc = wf_run.main(argv)
     finally:
         cluster_api.open_cluster = orig
     if rc != 0:

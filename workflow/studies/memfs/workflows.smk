@@ -54,7 +54,7 @@ rule memfs_wf_run:
     input:
         system_image_input("memfs"),
         manifest="results/memfs/wf_inputs/{app}/manifest.json",
-        code=MWF_CODE,
+        code=MWF_RUN_CODE,
     output:
         MWF_RAW,
     log:
@@ -76,7 +76,7 @@ rule memfs_wf_run:
     params:
         **mwf_run_params(memcached_mb=MWF_RUN["memcached_mb"]),
     shell:
-        "({params.mpi_env}; {params.mwf_env} python3 -m mtcwf.run --workflow {wildcards.app}"
+        "({params.mpi_env}; {params.mwf_env} python3 -m studies.memfs.wf_run --workflow {wildcards.app}"
         " --inputs results/memfs/wf_inputs/{wildcards.app} --design {wildcards.design}"
         " --nodes {wildcards.n} --tasks-per-node {wildcards.k} --rep {wildcards.rep} --raw {output}"
         " --launcher {params.launcher} --network {params.network} --memfs-opts {params.memfs_opts}"
@@ -161,7 +161,7 @@ rule memfs_wf_kick_run:
     input:
         system_image_input("memfs"),
         manifest="results/memfs/kick/workflows/inputs/montage/manifest.json",
-        code=MWF_CODE,
+        code=MWF_RUN_CODE,
     output:
         "results/memfs/kick/workflows/raw/workflow~montage/design~locality/nodes~2/tasks_per_node~1/rep~0.json",
     log:
@@ -179,7 +179,7 @@ rule memfs_wf_kick_run:
         mpi_env=MPI_ENV,
         mwf_env=MWF_ENV,
     shell:
-        "({params.mpi_env}; {params.mwf_env} python3 -m mtcwf.run --workflow montage"
+        "({params.mpi_env}; {params.mwf_env} python3 -m studies.memfs.wf_run --workflow montage"
         " --inputs results/memfs/kick/workflows/inputs/montage --design locality --nodes 2"
         " --tasks-per-node 1 --rep 0 --raw {output} --launcher {params.launcher}"
         " --network {params.network} --memcached-mb 128 --task-timeout 120 {params.image}) > {log} 2>&1"
@@ -249,7 +249,7 @@ rule memfs_wf_memlimit_run:
     input:
         system_image_input("memfs"),
         manifest="results/memfs/wf_inputs/montage/manifest.json",
-        code=MWF_CODE,
+        code=MWF_RUN_CODE,
         wrapper=study_code("memfs", "wf_memlimit_run"),
     output:
         MWF_ML_DONE,
