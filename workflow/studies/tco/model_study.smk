@@ -1,59 +1,50 @@
 # The one shape of a model study (tco, cloudcost): no benchmark, a cost model computed from the
-# config. Three jobs and a target, named <study>_run, <study>_aggregate, <study>_figure, <study>:
+# config, declared in the study's declaration.py (repro.study.Study). Three jobs, named <study>_run,
+# <study>_aggregate, <study>_figure (the targets <study> and <study>_kick: the Snakefile's):
 #
 #   <study>_run        python3 -m studies.<study>.model --config CFG --<key> OUT ...   (raw files)
 #   <study>_aggregate  python3 -m studies.<study>.analyze --<key> IN ... --published P --<key> OUT ...
 #   <study>_figure     python3 -m studies.<study>.<figure> --config CFG --series .. --break-even ..
 #                      --published .. --out results/<study>/figures/<figure>.png
 #
-# Each `--<key>` is an entry of the study's OUT dict (underscores become dashes), in the order
+# Each `--<key>` is a key of the declaration's outputs (underscores become dashes), in the order
 # given, so the commands are those the studies wrote by hand before (same rule names, jobs and
-# command lines; the figure's --config now comes first). The figure rule is the engine's
-# analysis_rule. The run rule's command fits it too, but analysis_rule names its benchmark file
-# after the script (<study>_model.tsv, not <study>_run.tsv); the aggregate takes no --config.
+# command lines; the figure's --config now comes first). The run and figure rules are the engine's
+# analysis_rule (the run's benchmark file keeps its name, <study>_run.tsv); the aggregate takes no
+# --config, so it is written here.
 # Included by both studies' rules.smk (defining the function twice is harmless).
 
 
-def model_study(
-    study, out, *, run_outputs, aggregate_inputs, aggregate_outputs, figure, entry
-):
-    """Register the model study `study` (its report entry `entry`: title, paper, figure caption,
-    tables) and define its rules. `out` maps keys to result paths; the *_outputs/_inputs name
-    which keys each job writes or reads; `figure` is the one figure script's name."""
+def model_study(st, *, run_outputs, aggregate_inputs, aggregate_outputs):
+    """Register the model study declared by `st` (repro.study.Study: its title, paper, figure,
+    tables, outputs and expected times; declaration.py) and define its rules. The *_outputs/_inputs
+    name which of the declared outputs each job writes or reads; the one declared figure is the
+    figure script's name."""
+    study = st.name
+    out = {k: st.out(k) for k in st.outputs}
+    (figure,) = st.figures
 
     def flags(kind, keys):
         return "".join(f" --{k.replace('_', '-')} {{{kind}.{k}}}" for k in keys)
 
     register_study(
-        study,
+        st,
         kick=[out["claims"]],
-        **{
-            "title": entry["title"],
-            "paper": entry["paper"],
-            "enabled": enabled(study),
-            "claims": out["claims"],
-            "measurements": out["measurements"],
-            "figures": [{"path": out[figure], "caption": entry["figure_caption"]}],
-            "tables": [{"path": out[k], "caption": c} for k, c in entry["tables"]],
-            "stand_ins": [],
-            "expected_times": {
-                "setup_local": "none beyond ./repro setup",
-                "run_local": "< 10 s",
-                "analysis_local": "< 10 s",
-                "run_cluster": "< 1 min (one small job)",
-            },
-            "benchmarks": [
-                bench_log(study, f"{study}_run"),
-                bench_log(study, f"{study}_aggregate"),
-                bench_log(study, f"{study}_{figure}"),
-            ],
-        },
+        enabled=enabled(study),
+        stand_ins=[],
+        benchmarks=[
+            bench_log(study, f"{study}_run"),
+            bench_log(study, f"{study}_aggregate"),
+            bench_log(study, f"{study}_{figure}"),
+        ],
     )
 
-    # the model: every cost month by month from the config (the study's raw file)
+    # the model: every cost month by month from the config (the study's raw file); it is the
+    # study's run, so it gets run_json (the section without x-judging/x-plan keys; none is marked)
     analysis_rule(
         study, f"{study}_run", script="model", output={k: out[k] for k in run_outputs},
-        args=flags("output", run_outputs).strip(), log=f"results/{study}/log/run.log", bench=f"{study}_run",
+        args=flags("output", run_outputs).strip(), log=f"{st.results}/log/run.log", bench=f"{study}_run",
+        cfg=lambda wc: run_json(study),
     )
 
     rule:
@@ -71,7 +62,7 @@ def model_study(
         output:
             **{k: out[k] for k in aggregate_outputs},
         log:
-            f"results/{study}/log/aggregate.log",
+            f"{st.results}/log/aggregate.log",
         benchmark:
             bench_log(study, f"{study}_aggregate")
         container:
@@ -89,14 +80,10 @@ def model_study(
         study, f"{study}_figure", script="{name}", names=[figure],
         inputs={"series": out["series"], "break_even": out["break_even"],
                 "published": f"{STUDIES}/{study}/published.csv"},
-        output={"figure": f"results/{study}/figures/{{name}}.png"},
+        output={"figure": st.figure("{name}")},
         args="--series {input.series} --break-even {input.break_even} --published {input.published}"
         " --out {output.figure}",
     )
 
-    rule:
-        name:
-            study
-        input:
-            out["claims"],
-            out[figure],
+    # the whole study (rule <study>: claims, tidy table, figure, tables) and <study>_kick (its
+    # claims) are the Snakefile's, derived from the declaration and the kick above

@@ -1,0 +1,44 @@
+"""The tco study, declared once (repro.study): what it is, what it writes, how long it takes.
+
+Its rules are the model-study shape (model_study.smk); README.md's expected-times table has one
+row for both cost models ("cost models (`tco`, `cloudcost`)"), not one per study: ``readme``
+stays empty here and in cloudcost's declaration."""
+
+from repro.study import Study
+
+# both cost models (tco, cloudcost): a model computed from the config, no benchmark
+MODEL_STUDY_TIMES = {
+    "setup_local": "none beyond ./repro setup",
+    "run_local": "< 10 s",
+    "analysis_local": "< 10 s",
+    "run_cluster": "< 1 min (one small job)",
+}
+
+STUDY = Study(
+    name="tco",
+    title="TCO of vehicle software components: onboard vs cloud",
+    paper="000 (SCALABILITY 2024 proceedings), TCO paper: equations (2)-(10), Table I, Figure 2",
+    figures={
+        "figure2": "Figure 2: cumulative TCO of the HVAC function for fleets of 1,000 and 5,000 buses; "
+        "break-even points marked",
+    },
+    outputs={
+        "raw": "raw/model.json",
+        "series": "raw/series.csv",
+        "measurements": "measurements.csv",
+        "table1": "tables/table1.csv",
+        "inputs": "tables/inputs.csv",
+        "lifecycle": "tables/tco_lifecycle.csv",
+        "break_even": "tables/break_even.csv",
+        "claims": "claims.csv",
+    },
+    output_tables={
+        "table1": "Table I: CapEx and OpEx for cloud and vehicle execution platform (reproduced beside published)",
+        "inputs": "Every input with its formula and source: the derived inputs (hardware = 1/3 x software, "
+        "cloud introduction/purchasing/migration = software) and the cloud price "
+        "0.0204 EUR/h x 730 h / 10 vehicles = 1.4892 EUR beside the paper's rounded 1.49 EUR",
+        "lifecycle": "TCO over the 8.3-year bus life cycle",
+        "break_even": "Break-even periods with and without development costs",
+    },
+    expected_times=MODEL_STUDY_TIMES,
+)
