@@ -69,3 +69,17 @@ def test_every_declaration_is_its_folders_and_its_readme_rows_are_in_the_readme(
         assert study.declared(name).name == name
     for row in study.readme_rows(declared):
         assert row in readme, row
+
+
+def test_no_function_in_workflow_is_longer_than_150_lines():
+    """Issue 23's bound: a longer function is a study's logic that wants splitting."""
+    import ast
+
+    long = []
+    for path in (REPO / "workflow").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 150:
+                    long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, long
