@@ -22,7 +22,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from repro import cli
 
 BASES = np.frombuffer(b"ACGT", dtype=np.uint8)
 
@@ -118,8 +117,14 @@ def generate(outdir: str | os.PathLike, db_bp: int = 2_000_000, fragments: int =
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    cli.options(ap, db_bp=2_000_000, fragments=8, queries=4, seqs_per_query=4, query_bp=400, contig_bp=20_000,
-                mutation_rate=0.02, seed=7)
+    ap.add_argument("--db-bp", type=int, default=2_000_000)
+    ap.add_argument("--fragments", type=int, default=8)
+    ap.add_argument("--queries", type=int, default=4)
+    ap.add_argument("--seqs-per-query", type=int, default=4)
+    ap.add_argument("--query-bp", type=int, default=400)
+    ap.add_argument("--contig-bp", type=int, default=20_000)
+    ap.add_argument("--mutation-rate", type=float, default=0.02)
+    ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args(argv)
     m = generate(a.out, a.db_bp, a.fragments, a.queries, a.seqs_per_query, a.query_bp, a.contig_bp,
                  a.mutation_rate, seed=a.seed)

@@ -18,7 +18,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-from repro import cli
 
 CENTER_RA = 275.2
 CENTER_DEC = -16.2
@@ -104,7 +103,10 @@ def generate(outdir: str | os.PathLike, grid: int = 4, npix: int = 256, overlap:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    cli.options(ap, grid=4, npix=256, overlap=0.3, seed=1)
+    ap.add_argument("--grid", type=int, default=4)
+    ap.add_argument("--npix", type=int, default=256)
+    ap.add_argument("--overlap", type=float, default=0.3)
+    ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
     m = generate(a.out, a.grid, a.npix, a.overlap, seed=a.seed)
     print(f"montage sky: {len(m['tiles'])} tiles of {a.npix}^2, {m['input_bytes'] / 1e6:.1f} MB -> {a.out}")

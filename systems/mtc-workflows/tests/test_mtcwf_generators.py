@@ -70,3 +70,33 @@ def test_blast_fasta_fragments_and_planted_queries(blast_inputs):
         q = queries[t["seq"]]
         diffs = sum(a != b for a, b in zip(q, origin))
         assert len(q) == len(origin) and diffs == t["mutations"] > 0
+
+
+
+def test_generator_command_lines_pass_their_options_with_generate_s_defaults(tmp_path, monkeypatch):
+    """Each generator's own command line (no engine): every option reaches generate() with the
+    type and default of generate()'s signature, and a given value wins."""
+    import inspect
+
+    from mtcwf import gen_blast, gen_montage
+
+    cases = ((gen_montage, {"grid": 3, "overlap": 0.25}, {"scale_arcsec", "stars_per_tile"}),
+             (gen_blast, {"seqs_per_query": 5, "mutation_rate": 0.1}, set()))
+    for mod, given, not_on_cli in cases:
+        sig = inspect.signature(mod.generate)
+        defaults = {k: p.default for k, p in sig.parameters.items() if k != "outdir"}
+        seen = {}
+
+        def fake(*args, _sig=sig, _seen=seen, **kw):
+            _seen.clear()
+            _seen.update(_sig.bind(*args, **kw).arguments)
+            return {"tiles": [], "input_bytes": 0, "db_bp": 0, "fragments": [], "queries": []}
+
+        monkeypatch.setattr(mod, "generate", fake)
+        mod.main(["--out", str(tmp_path)])
+        passed = {k: v for k, v in seen.items() if k != "outdir"}
+        assert set(passed) == set(defaults) - not_on_cli, mod.__name__
+        assert {k: (v, type(v)) for k, v in passed.items()} == \
+            {k: (defaults[k], type(defaults[k])) for k in passed}, mod.__name__
+        mod.main(["--out", str(tmp_path)] + [a for k, v in given.items() for a in (f"--{k.replace('_', '-')}", str(v))])
+        assert {k: seen[k] for k in given} == given, mod.__name__
