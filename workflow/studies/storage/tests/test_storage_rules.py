@@ -1,6 +1,7 @@
 """The storage rules as Snakemake runs them: a real job of each analysis rule (made by the engine's
 analysis_rule, the figures and tables through one rule each with a {name} wildcard) runs its own
-script; a key only the analysis reads (x-judging) reaches the claims but no benchmark job."""
+script; a key only the analysis reads (x-judging) reaches the claims but no benchmark job, nor does a key
+read only when the plan is made (x-plan)."""
 
 from __future__ import annotations
 
@@ -64,8 +65,8 @@ def storage_commands(snake, workspace, overlay: dict) -> dict[str, list[str]]:
 
 
 def add_judging_key(workspace) -> None:
-    """A key the storage schema marks x-judging (the study has none of its own yet: every key of its
-    section is read by run.py or layout.py -- see the README), added in the test's copy only."""
+    """A key the storage schema marks x-judging (the study has none of its own yet: every key the analysis
+    reads is read by run.py or layout.py too -- see the README), added in the test's copy only."""
     path = workspace / "workflow/studies/storage/schema.yaml"
     schema = yaml.safe_load(path.read_text())
     schema["properties"]["probe_tolerance"] = {"type": "number", "default": 0.1, "x-judging": True}
@@ -87,6 +88,40 @@ def test_a_judging_key_changes_no_benchmark_command(snake, workspace):
     cfg = json.loads(shlex.split(b["claims"][0].split("--config ")[1])[0])
     assert cfg["probe_tolerance"] == 0.5
 
+
+PLAN_ONLY = [("enabled",), ("repeats",), ("mdtest", "container"), ("kick",), ("runtime_minutes",)]
+
+
+def _config_of(cmd: str) -> dict:
+    return json.loads(shlex.split(cmd.split("--config ")[1])[0])
+
+
+def _has(cfg: dict, path: tuple) -> bool:
+    for key in path:
+        if not isinstance(cfg, dict) or key not in cfg:
+            return False
+        cfg = cfg[key]
+    return True
+
+
+def test_a_plan_only_key_changes_no_run_command(snake, workspace):
+    """The keys the schema marks x-plan are read when the plan is made (the Slurm time limit, the kick job,
+    how many repeats, the image) and by no run job: changing runtime_minutes, kick.stack and repeats keeps
+    every run command of the plan as it was (repeats adds the new repeat's jobs) and none carries an x-plan
+    key; the analysis still gets them. Fails without the x-plan marks (each was in every run command)."""
+    from repro import config as rc
+
+    assert rc.judging_paths(rc.study_schema("storage"), marker="x-plan") == PLAN_ONLY
+    a = storage_commands(snake, workspace, {"storage": {"enabled": True}})
+    b = storage_commands(snake, workspace, {"storage": {"enabled": True, "runtime_minutes": 1000,
+                                                        "kick": {"stack": "juicefs"}, "repeats": 4}})
+    assert len(b["run"]) > len(a["run"]) >= 13, (len(a["run"]), len(b["run"]))
+    assert set(a["run"]) <= set(b["run"]), "a run job's command changed with a plan-only value"
+    for cmd in b["run"]:
+        present = [p for p in PLAN_ONLY if _has(_config_of(cmd), p)]
+        assert not present, (present, cmd[:300])
+    cfg = _config_of(b["claims"][0])
+    assert (cfg["runtime_minutes"], cfg["kick"]["stack"], cfg["repeats"]) == (1000, "juicefs", 4)
 
 @pytest.mark.slow
 def test_each_run_rule_runs_its_own_command(snake, workspace):
