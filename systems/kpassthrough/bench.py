@@ -36,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 KP = os.path.join(HERE, "build", "kpassthrough")
 MPIFUSE = os.path.join(ROOT, "systems", "mpifuse", "build", "mpifuse")
+MPI_ENV_SH = os.path.join(ROOT, "workflow", "scripts", "mpi-env.sh")
 MIB = 1 << 20
 DD_RE = re.compile(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s,", re.M)
 
@@ -91,19 +92,26 @@ class KpMount:
         self.logf.close()
 
 
+def with_mpi_env(argv, base=None):
+    """(argv, env) running argv after sourcing workflow/scripts/mpi-env.sh (the one copy of the
+    Open MPI settings, a shell file as mpifuse's bench scripts source it) for one host with UCX
+    over shared memory: REPRO_SINGLE_HOST=1 REPRO_MPI_SHM=1, transports set before not kept."""
+    env = dict(os.environ if base is None else base)
+    for k in ("UCX_TLS", "UCX_NET_DEVICES"):
+        env.pop(k, None)
+    env.update(REPRO_SINGLE_HOST="1", REPRO_MPI_SHM="1")
+    return ["bash", "-c", '. "$0" && exec "$@"', MPI_ENV_SH, *argv], env
+
+
 class MpifuseMount:
     def __init__(self, src, mp, workdir):
-        sys.path.insert(0, os.path.join(ROOT, "workflow", "lib"))
-        from repro import procs  # the one copy of the Open MPI settings
         self.mp = mp
         os.makedirs(mp, exist_ok=True)
         self.logf = open(os.path.join(workdir, "mpifuse.log"), "wb")
-        env = procs.mpi_env(shm=True)
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        self.proc = subprocess.Popen(["mpirun", "-n", "1", "--oversubscribe", MPIFUSE, "--mode", "passthrough",
-                                      "--mount-template", mp, src], stdout=self.logf,
-                                     stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        argv, env = with_mpi_env(["mpirun", "-n", "1", "--oversubscribe", MPIFUSE, "--mode", "passthrough",
+                                  "--mount-template", mp, src])
+        self.proc = subprocess.Popen(argv, stdout=self.logf, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
         wait_mount(self.proc, mp, "mpirun mpifuse --mode passthrough")
 
     def ops(self):

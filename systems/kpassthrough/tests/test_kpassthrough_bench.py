@@ -98,3 +98,38 @@ def test_tiny_real_run_writes_a_consistent_raw_file(tmp_path):
     assert srv["kernel"]["ops"]["read"] == 0 and srv["kernel"]["ops"]["open_passthrough"] == opens
     assert srv["off"]["ops"]["read"] > 0 and srv["off"]["ops"]["read_bytes"] >= opens * (2 << 20)
     assert not (tmp_path / "scratch").exists()
+
+
+def _mpi_keys(env):
+    return {k: v for k, v in env.items() if k.startswith(("OMPI_", "UCX_", "REPRO_"))}
+
+
+def test_libfuse_variant_runs_mpirun_in_the_one_open_mpi_environment():
+    """bench.py imports no engine: it sources workflow/scripts/mpi-env.sh itself. What mpirun gets
+    is what the engine's procs.mpi_env(shm=True) gives, transports set before included (dropped)."""
+    from repro import procs
+
+    base = {**os.environ, "UCX_TLS": "rc", "UCX_NET_DEVICES": "mlx5_0:1", "REPRO_SINGLE_HOST": "0",
+            "OMPI_MCA_btl": "self,vader"}  # a value set before wins, in both
+    argv, env = bench.with_mpi_env(["env", "-0"], base)
+    out = subprocess.run(argv, env=env, capture_output=True, check=True, timeout=60).stdout.decode()
+    got = dict(kv.split("=", 1) for kv in out.split("\0") if "=" in kv)
+    want = _mpi_keys(procs.mpi_env(base, shm=True))
+    assert _mpi_keys(got) == want
+    assert want["REPRO_MPI_SHM"] == "1" and "UCX_TLS" not in want and want["OMPI_MCA_btl"] == "self,vader"
+
+
+@pytest.mark.skipif(missing_prereq() is not None, reason=str(missing_prereq()))
+def test_libfuse_variant_mounts_reads_back_and_unmounts(tmp_path):
+    if not os.access(bench.MPIFUSE, os.X_OK):
+        pytest.skip(f"{bench.MPIFUSE} not built (make -C systems/mpifuse)")
+    src, mp = tmp_path / "src", tmp_path / "mnt"
+    src.mkdir()
+    data = os.urandom(3 << 20)
+    (src / "f").write_bytes(data)
+    m = bench.MpifuseMount(str(src), str(mp), str(tmp_path))
+    try:
+        assert (mp / "f").read_bytes() == data
+    finally:
+        m.close()
+    assert not mounted(str(mp)) and m.proc.returncode == 0
