@@ -5,10 +5,13 @@
     where.py probe [PATH]                         # print one JSON line: this host, and PATH's mount
 
 `run` wraps every daemon a stack starts (`Stack.launch_on`): it runs on the node the daemon runs on
-(inside the srun step on a cluster), writes `repro.allocation.here()` -- hostname, Slurm node name,
-the host's addresses -- plus the address the daemon serves, then becomes the daemon (exec: same PID,
-so PID files and stop() are unchanged). The state directory holding OUT is shared on a cluster, so
-the driver reads every daemon's record (`Stack.placement()`).
+(inside the srun step on a cluster), writes `here()` -- hostname, Slurm node name, the host's
+addresses -- plus the address the daemon serves, then becomes the daemon (exec: same PID, so PID
+files and stop() are unchanged). The state directory holding OUT is shared on a cluster, so the
+driver reads every daemon's record (`Stack.placement()`).
+
+`here()` is the record the studies write with `repro.allocation.here()`, measured here without the
+engine: a system is a plain program (tests/test_where.py holds the two equal).
 
 `probe` is what a benchmark's tasks run under the same launcher as the benchmark (mdtest's srun or
 mpirun), to record where the tasks ran and whether the file system under test was mounted there.
@@ -18,13 +21,28 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workflow" / "lib"))
 
-from repro.allocation import here  # noqa: E402
+def addresses() -> list[str]:
+    """This host's IPv4 addresses (``ip -4 -o addr``), loopback last."""
+    try:
+        out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return sorted(set(re.findall(r"\binet (\d+\.\d+\.\d+\.\d+)/", out)), key=lambda a: (a.startswith("127."), a))
+
+
+def here() -> dict:
+    """Where this process runs: hostname, Slurm node name (``SLURMD_NODENAME``, set by srun in
+    every step, else the hostname) and the host's addresses."""
+    h = socket.gethostname()
+    return {"hostname": h, "node": os.environ.get("SLURMD_NODENAME") or h, "addresses": addresses()}
 
 
 def mount_of(path: str) -> dict:
