@@ -16,10 +16,12 @@ from repro import claims as rc
 from repro import published
 
 from studies.storage import analysis
+from studies.storage.declaration import STUDY
 
 LM, CEPH, JFS = "lustre-minio", "ceph", "juicefs"
-OUT = {"fig4": "results/storage/figures/figure4.png", "fig5": "results/storage/figures/figure5.png",
-       "table5": "results/storage/tables/table5.csv", "limits": "results/storage/tables/limits.csv"}
+# the output each claim points at (claims.csv's output column): the declared paths
+OUT = {"fig4": STUDY.figure("figure4"), "fig5": STUDY.figure("figure5"), "table5": STUDY.table("table5"),
+       "limits": STUDY.out("limits")}
 # our bands where the paper gives a word or one number (README, "Claims"): a monotone trend is a
 # Spearman rank correlation >= RHO over the whole sweep (not two end points) in most groups;
 # "insignificantly" is a max/min spread <= FLAT over the worker counts; "over 20 %" and "an

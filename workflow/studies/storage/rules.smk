@@ -158,7 +158,7 @@ for _st_rule, (_st_names, _st_lib, _st_out, _st_args) in ST_BY_NAME.items():
     analysis_rule("storage", _st_rule, script="{name}", names=_st_names, lib=_st_lib, inputs=ST_READS,
                   output=_st_out, args=ST_PUBLISHED_ARGS + _st_args)
 analysis_rule(
-    "storage", "storage_claims", script="claims", lib=("analysis", "layout"),
+    "storage", "storage_claims", script="claims", lib=("analysis", "layout", "declaration"),
     inputs={"measurements": ST_OUT["measurements"], "limits": ST_OUT["limits"], "published": ST_PUBLISHED},
     output={"claims": ST_OUT["claims"]},
     args="--measurements {input.measurements} --limits {input.limits} --published {input.published}"
