@@ -1,11 +1,11 @@
 """The cloudcost study, declared once (repro.study): what it is, what it writes, how long it takes.
 
 Its rules are the model-study shape it shares with tco (../tco/model_study.smk), and so are its
-expected times (tco's MODEL_STUDY_TIMES). README.md's expected-times table has one row for both
-cost models, not one per study: ``readme`` stays empty."""
+expected times (tco's MODEL_STUDY_TIMES). README.md's expected-times row is tco's too
+(MODEL_STUDY_README)."""
 
 from repro.study import Study
-from studies.tco.declaration import MODEL_STUDY_TIMES
+from studies.tco.declaration import MODEL_STUDY_README, MODEL_STUDY_TIMES
 
 STUDY = Study(
     name="cloudcost",
@@ -30,4 +30,5 @@ STUDY = Study(
         "and maintenance provisions start, depreciation counted as OpEx)",
     },
     expected_times=MODEL_STUDY_TIMES,
+    readme=MODEL_STUDY_README,
 )

@@ -22,7 +22,7 @@ def test_declaration_and_plan_only_keys(name):
     st = rstudy.declared(name)
     assert st.name == name and tuple(st.figures) == JOBS[name]
     assert st.out("claims") == f"results/{name}/claims.csv" and st.out("raw") == f"results/{name}/raw/model.json"
-    assert not st.readme  # README.md has one row for both cost models
+    assert st.readme == {"local": "< 10 s", "cluster": "< 1 min"}  # its README row (one per cost model)
     assert rc.judging_paths(rc.study_schema(name), marker="x-plan") == [("enabled",)]
     assert rc.judging_paths(rc.study_schema(name)) == []
 
