@@ -1,5 +1,7 @@
-# Paper 003 (serverless): the rules. The study's declaration (paths, report entry, helper
-# functions) is study.smk; the Snakefile includes this file, which includes it.
+# Paper 003 (serverless): the rules. The study's declaration (title, captions, every output's path,
+# expected times) is declaration.py; what the configuration decides (report entry, helper functions)
+# is study.smk; the Snakefile includes this file, which includes it. The whole-study target
+# `serverless` and `serverless_kick` are derived by the Snakefile from register_study.
 
 
 include: "study.smk"
@@ -188,13 +190,13 @@ analysis_rule(
 )
 analysis_rule(
     "serverless", "serverless_table", script="{name}", names=SL_TABLES, lib=("analysis", "layout"),
-    inputs=SL_READS, output={"table": "results/serverless/tables/{name}.csv"},
+    inputs=SL_READS, output={"table": SL_STUDY.table("{name}")},
     args=SL_READ_ARGS + " --out {output.table}",
 )
 analysis_rule(
     "serverless", "serverless_figure", script="{name}", names=SL_FIGURES, lib=("analysis", "layout", "plots"),
     inputs=SL_READS,
-    output={"table": "results/serverless/tables/{name}.csv", "figure": "results/serverless/figures/{name}.png"},
+    output={"table": SL_STUDY.table("{name}"), "figure": SL_STUDY.figure("{name}")},
     args=SL_READ_ARGS + " --table {output.table} --out {output.figure}",
 )
 analysis_rule(
@@ -202,10 +204,3 @@ analysis_rule(
     output={"claims": SL_OUT["claims"]}, args=SL_READ_ARGS + " --out {output.claims}",
 )
 
-
-rule serverless:
-    input:
-        SL_OUT["claims"],
-        SL_OUT["limits"],
-        [f"results/serverless/tables/{n}.csv" for n in SL_TABLES],
-        [f"results/serverless/figures/{n}.png" for n in SL_FIGURES],

@@ -12,31 +12,18 @@
 # Systems: systems/faas-functions (the functions), systems/faas-standin (the local stand-ins),
 # systems/openfaas and systems/nuclio (deploy.sh, the cluster path), tools/fdirector (the director).
 
+from studies.serverless import declaration as sl_declaration
 from studies.serverless import layout as sl_layout
 
 SL = config["serverless"]
+SL_STUDY = sl_declaration.STUDY
 SL_DIR = f"{STUDIES}/serverless"
 SL_PUBLISHED = f"{SL_DIR}/published.csv"
 SL_STANDIN = SL["mode"] == "standin"
 SL_IMAGES_DIR = "results/serverless/data/images"
-SL_OUT = {
-    "measurements": "results/serverless/measurements.csv",
-    "summary": "results/serverless/tables/summary.csv",
-    "limits": "results/serverless/tables/limits.csv",
-    "claims": "results/serverless/claims.csv",
-}
-SL_FIGURES = {
-    "figure1": "Figure 1: images/s vs function instances, image processing, OpenFaaS and Nuclio "
-    "(mean of repeats, error bars: std; baseline and published peaks marked)",
-    "figure2": "Figure 2: images/s vs function instances, null processing (load, sleep 1 s, return)",
-    "figure3": "Figure 3: byte-reversal throughput vs request size (log2), single (left) and parallel (right), "
-    "per platform at the instance count with the highest peak; box plots",
-}
-SL_TABLES = {
-    "table1": "Table 1: peak image rates (images/s, MiB/s) and the baseline, beside the published values",
-    "table2": "Table 2: peak byte-reversal throughput (MiB/s) and the instances it took, single and parallel",
-    "table3": "Table 3: single requests, arithmetic, geometric and harmonic mean throughput (MiB/s)",
-}
+SL_OUT = {k: SL_STUDY.out(k) for k in SL_STUDY.outputs}
+SL_FIGURES = SL_STUDY.figures
+SL_TABLES = SL_STUDY.tables
 SL_RUN_BENCH = "results/serverless/benchmarks/serverless_run"
 
 
@@ -89,69 +76,32 @@ SL_STAND_INS = (
 )
 
 register_study(
-    "serverless",
-    images=["faas-functions", "fdirector"],
+    SL_STUDY,
     kick=_sl_kick(),
-    **{
-        "title": "Serverless platforms for HPC workloads: OpenFaaS vs Nuclio",
-        "paper": "003 (Algorithms 2022, 15, 234): Sections 2.4 and 3, Figures 1-3, Tables 1-3",
-        "enabled": enabled("serverless"),
-        "claims": SL_OUT["claims"],
-        "measurements": SL_OUT["measurements"],
-        "figures": [
-            {"path": f"results/serverless/figures/{n}.png", "caption": c}
-            for n, c in SL_FIGURES.items()
-        ],
-        "tables": [
-            {"path": f"results/serverless/tables/{n}.csv", "caption": c}
-            for n, c in SL_TABLES.items()
+    enabled=enabled("serverless"),
+    stand_ins=SL_STAND_INS,
+    benchmarks=[
+        sl_bench_image(r["variant"], r["platform"], r["instances"], r["rep"])
+        for r in sl_layout.image_runs(SL)
+    ]
+    + [
+        sl_bench_bytes(j["variant"], j["platform"], j["instances"], j["rep"])
+        for j in sl_layout.bytes_jobs(SL)
+    ]
+    + (
+        [
+            sl_bench_limit(v, r)
+            for v in ("echo", "iperf3")
+            for r in range(SL["repeats"])
         ]
-        + [
-            {
-                "path": SL_OUT["limits"],
-                "caption": "Every platform's peak byte-reversal throughput as a fraction of the director's "
-                "ceiling (bare echo server) and of iperf3 on the same path; image rates as a fraction of "
-                "the baseline",
-            },
-            {
-                "path": SL_OUT["summary"],
-                "caption": "Every configuration: count/mean/std/min/max, failed, not run",
-            },
-        ],
-        "stand_ins": SL_STAND_INS,
-        "expected_times": {
-            "setup_local": "none beyond ./repro setup (builds systems/faas-functions and systems/faas-standin)",
-            "run_local": "about 6-12 min on 2 shared cores: 365 s / 718 s of job time measured (quiet / "
-            "load 11-14; 26 image runs, 30 bytes sweeps, 4 limit jobs; 2 repeats)",
-            "analysis_local": "< 1 min",
-            "run_cluster": "image runs: 1,000 images at 4.6-16 images/s = 1-4 min each, 110 runs; bytes: "
-            "15 parallel sweeps (25 sizes x 100 requests) and 6 single sweeps (25 x 1,000 requests) per "
-            "repeat, minutes each; roughly 10 h of job time at 10 repeats",
-        },
-        "benchmarks": [
-            sl_bench_image(r["variant"], r["platform"], r["instances"], r["rep"])
-            for r in sl_layout.image_runs(SL)
-        ]
-        + [
-            sl_bench_bytes(j["variant"], j["platform"], j["instances"], j["rep"])
-            for j in sl_layout.bytes_jobs(SL)
-        ]
-        + (
-            [
-                sl_bench_limit(v, r)
-                for v in ("echo", "iperf3")
-                for r in range(SL["repeats"])
-            ]
-            if SL["limit"]["enabled"]
-            else []
-        )
-        + [
-            bench_log("serverless", f"serverless_{n}")
-            for n in ["aggregate", "claims", *SL_FIGURES, *SL_TABLES]
-        ],
-    },
+        if SL["limit"]["enabled"]
+        else []
+    )
+    + [
+        bench_log("serverless", f"serverless_{n}")
+        for n in ["aggregate", "claims", *SL_FIGURES, *SL_TABLES]
+    ],
 )
-
 
 def sl_system_inputs(wc=None):
     """What a run job needs built on this host (the images on a cluster)."""

@@ -64,15 +64,18 @@ def _each_analysis_job_ran_its_own_script(res):
 
 def test_a_judging_key_reaches_no_run_job(snake, workspace):
     """The run/judging split: a key the schema marks x-judging (serverless has none today: every key
-    its analysis reads, a run job reads too; here one is added to the workspace's schema) is left out
-    of every run job's and the site check's --config in the cluster plan, and reaches the analysis,
-    so changing it re-runs no benchmark. Fails with rules that pass study_json to the run jobs."""
+    its analysis reads, a run job reads too; here one is added to the workspace's schema) or x-plan
+    (read only when the plan is made: kick, registry, repeats, which jobs exist) is left out of every
+    run job's and the site check's --config in the cluster plan, and reaches the analysis, so changing
+    it re-runs no benchmark. Fails with rules that pass study_json to the run jobs, and without the
+    schema's x-plan marks (the kick, registry and repeats values below would reach every run job)."""
     schema = workspace / "workflow/studies/serverless/schema.yaml"
     schema.write_text(schema.read_text().replace(
         "\nproperties:\n",
         "\nproperties:\n  judged_note: {type: string, default: '', x-judging: true}\n", 1))
     ov = workspace / "judged.yaml"
-    ov.write_text(testing.only_studies("serverless") + "serverless: {enabled: true, judged_note: JUDGED-ONLY}\n")
+    ov.write_text(testing.only_studies("serverless") + "serverless: {enabled: true, judged_note: JUDGED-ONLY,"
+                  " registry: PLAN-ONLY-REGISTRY, repeats: 2, kick: {instances: 3, platform: openfaas}}\n")
     out = snake("-n", "-p", "-F", "serverless", "--profile", "profiles/slurm", "--configfile", "config/config.yaml",
                 str(ov), timeout=400).stdout
     cmds = [ln for ln in out.splitlines() if "python3 -m studies.serverless." in ln]
@@ -80,7 +83,11 @@ def test_a_judging_key_reaches_no_run_job(snake, workspace):
     def of(module):
         return [c for c in cmds if f"studies.serverless.{module} " in c]
     runs = of("run") + of("site_check")
-    assert len(of("run")) > 100 and of("site_check"), out[-2000:]
+    assert len(of("run")) > 80 and of("site_check"), out[-2000:]
     assert not [c[:300] for c in runs if "JUDGED-ONLY" in c or "judged_note" in c]
+    plan_only = ('"kick":', "PLAN-ONLY-REGISTRY", '"repeats":', '"enabled": true, "exponents"', '"platforms":',
+                 '"variants":')
+    assert not [(k, c[:300]) for c in runs for k in plan_only if k in c]
     for module in ("aggregate", "claims", "table1", "figure3"):  # the analysis gets the whole section
-        assert of(module) and all("JUDGED-ONLY" in c for c in of(module)), module
+        assert of(module) and all("JUDGED-ONLY" in c and "PLAN-ONLY-REGISTRY" in c and '"kick": {"instances": 3'
+                                  in c for c in of(module)), module

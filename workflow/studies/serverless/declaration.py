@@ -1,0 +1,50 @@
+"""The serverless study, declared once (repro.study): what it is, what it writes, how long it takes.
+
+What only the configuration knows stays in study.smk: the stand-ins (mode standin), the kick job,
+the benchmark files of the runs the configuration asks for."""
+
+from repro.study import Study
+
+STUDY = Study(
+    name="serverless",
+    title="Serverless platforms for HPC workloads: OpenFaaS vs Nuclio",
+    paper="003 (Algorithms 2022, 15, 234): Sections 2.4 and 3, Figures 1-3, Tables 1-3",
+    figures={
+        "figure1": "Figure 1: images/s vs function instances, image processing, OpenFaaS and Nuclio "
+        "(mean of repeats, error bars: std; baseline and published peaks marked)",
+        "figure2": "Figure 2: images/s vs function instances, null processing (load, sleep 1 s, return)",
+        "figure3": "Figure 3: byte-reversal throughput vs request size (log2), single (left) and parallel (right), "
+        "per platform at the instance count with the highest peak; box plots",
+    },
+    tables={
+        "table1": "Table 1: peak image rates (images/s, MiB/s) and the baseline, beside the published values",
+        "table2": "Table 2: peak byte-reversal throughput (MiB/s) and the instances it took, single and parallel",
+        "table3": "Table 3: single requests, arithmetic, geometric and harmonic mean throughput (MiB/s)",
+    },
+    outputs={
+        "measurements": "measurements.csv",
+        "summary": "tables/summary.csv",
+        "limits": "tables/limits.csv",
+        "claims": "claims.csv",
+    },
+    output_tables={
+        "limits": "Every platform's peak byte-reversal throughput as a fraction of the director's "
+        "ceiling (bare echo server) and of iperf3 on the same path; image rates as a fraction of "
+        "the baseline",
+        "summary": "Every configuration: count/mean/std/min/max, failed, not run",
+    },
+    images=("faas-functions", "fdirector"),
+    expected_times={
+        "setup_local": "none beyond ./repro setup (builds systems/faas-functions and systems/faas-standin)",
+        "run_local": "about 6-12 min on 2 shared cores: 365 s / 718 s of job time measured (quiet / "
+        "load 11-14; 26 image runs, 30 bytes sweeps, 4 limit jobs; 2 repeats)",
+        "analysis_local": "< 1 min",
+        "run_cluster": "image runs: 1,000 images at 4.6-16 images/s = 1-4 min each, 110 runs; bytes: "
+        "15 parallel sweeps (25 sizes x 100 requests) and 6 single sweeps (25 x 1,000 requests) per "
+        "repeat, minutes each; roughly 10 h of job time at 10 repeats",
+    },
+    readme={
+        "local": "≈6–12 min (365 s / 718 s of job time measured, quiet / load 11–14)",
+        "cluster": "210 image runs, 210 byte sweeps, 20 limit jobs: ≈10 h of job time",
+    },
+)
