@@ -41,7 +41,7 @@ rule mpifuse_run:
     output:
         mf_raw_out(MF["variants"]),
     log:
-        "results/mpifuse/log/run/source~{source}/nodes~{nodes}/size~{size}/rep~{rep}.log",
+        mf_layout.run_log("{source}", "{nodes}", "{size}", "{rep}"),
     benchmark:
         mf_run_bench("{source}", "{nodes}", "{size}", "{rep}")
     wildcard_constraints:
@@ -81,13 +81,13 @@ analysis_rule(
     args="--measurements {output.measurements} --summary {output.summary} --bytes {output.bytes}",
 )
 analysis_rule(
-    "mpifuse", "mpifuse_table", script="{name}", names=("table1", "ratios", "variants"), lib=("analysis", "layout"),
-    inputs=MF_READS, output={"out": "results/mpifuse/tables/{name}.csv"}, args=MF_READ_ARGS + " --out {output.out}",
+    "mpifuse", "mpifuse_table", script="{name}", names=tuple(MF_STUDY.tables), lib=("analysis", "layout"),
+    inputs=MF_READS, output={"out": MF_STUDY.table("{name}")}, args=MF_READ_ARGS + " --out {output.out}",
 )
 analysis_rule(
-    "mpifuse", "mpifuse_figure", script="{name}", names=("figure3", "figure4", "figure5"),
+    "mpifuse", "mpifuse_figure", script="{name}", names=tuple(MF_STUDY.figures),
     lib=("analysis", "layout", "plotting"), inputs=MF_READS,
-    output={"table": "results/mpifuse/tables/{name}.csv", "figure": "results/mpifuse/figures/{name}.png"},
+    output={"table": MF_STUDY.table("{name}"), "figure": MF_STUDY.figure("{name}")},
     args=MF_READ_ARGS + " --table {output.table} --out {output.figure}",
 )
 analysis_rule(
@@ -141,21 +141,3 @@ analysis_rule(
     " --issue13 {output.issue13} --issue22 {output.issue22}",
 )
 
-
-rule mpifuse:
-    input:
-        [
-            MF_OUT["speed_table"],
-            MF_OUT["speed_report"],
-            MF_OUT["speed_issue13"],
-            MF_OUT["speed_issue22"],
-        ]
-        if MF["speed"]["enabled"]
-        else [],
-        MF_OUT["claims"],
-        MF_OUT["table1"],
-        MF_OUT["ratios"],
-        MF_OUT["variants"],
-        MF_OUT["figure3"],
-        MF_OUT["figure4"],
-        MF_OUT["figure5"],

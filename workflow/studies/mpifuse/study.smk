@@ -16,34 +16,17 @@
 # Systems: systems/mpifuse (the file systems, libmpifuse), systems/homefs (the
 # emulated, throttled home NFS used when mpifuse.home.kind = emulated).
 
+from studies.mpifuse import declaration as mf_declaration
 from studies.mpifuse import layout as mf_layout
 
 MF = config["mpifuse"]
+MF_STUDY = mf_declaration.STUDY
 MF_RAW = mf_layout.RAW_DIR
 MF_DIR = f"{STUDIES}/mpifuse"
 MF_PUBLISHED = f"{MF_DIR}/published.csv"
-MF_OUT = {
-    "measurements": "results/mpifuse/measurements.csv",
-    "summary": "results/mpifuse/tables/summary.csv",
-    "bytes": "results/mpifuse/tables/bytes_from_source.csv",
-    "table1": "results/mpifuse/tables/table1.csv",
-    "ratios": "results/mpifuse/tables/ratios.csv",
-    "variants": "results/mpifuse/tables/variants.csv",
-    "figure3": "results/mpifuse/figures/figure3.png",
-    "figure4": "results/mpifuse/figures/figure4.png",
-    "figure4_table": "results/mpifuse/tables/figure4.csv",
-    "figure5": "results/mpifuse/figures/figure5.png",
-    "figure5_table": "results/mpifuse/tables/figure5.csv",
-    "figure3_table": "results/mpifuse/tables/figure3.csv",
-    "claims": "results/mpifuse/claims.csv",
-    "speed_raw": "results/mpifuse/speed/raw/source~{src}/size~{size}/rep~0.json".format(
-        src=MF["speed"]["source"], size=MF["speed"]["size"]
-    ),
-    "speed_table": "results/mpifuse/tables/speed.csv",
-    "speed_report": "results/mpifuse/speed/report.md",
-    "speed_issue13": "results/mpifuse/tables/speed_issue13.csv",
-    "speed_issue22": "results/mpifuse/tables/speed_issue22.csv",
-}
+MF_OUT = {k: MF_STUDY.out(k) for k in MF_STUDY.outputs}
+# the speed benchmark's raw file: its path follows the configuration (speed.source, speed.size)
+MF_OUT["speed_raw"] = f"{MF_STUDY.results}/speed/raw/source~{MF['speed']['source']}/size~{MF['speed']['size']}/rep~0.json"
 MF_HOME_EMULATED = MF["home"]["kind"] == "emulated"
 MF_LOCAL_BUILD = not config["containers"]["use_for_benchmarks"]
 MF_STAND_INS = [
@@ -84,110 +67,23 @@ def mf_run_bench(source, nodes, size, rep):
 
 
 MF_KICK = [
-    f"{MF_RAW}/source~{MF['kick']['source']}/variant~{v}/nodes~{n}/size~{MF['kick']['size']}/rep~0.json"
+    mf_layout.raw_path(MF["kick"]["source"], v, n, MF["kick"]["size"], 0)
     for n in MF["kick"]["nodes"]
     for v in MF["variants"]
 ]
 
+# the speed benchmark's tables are part of the study (its report entry and the derived `mpifuse`
+# target) only while speed.enabled
+MF_SPEED_PATHS = {MF_OUT[k] for k in mf_declaration.SPEED_OUTPUTS}
 register_study(
-    "mpifuse",
-    images=["mpifuse"],
+    MF_STUDY,
     kick=MF_KICK,
-    **{
-    "title": "MPI-based FUSE file systems for distributing large files (OSR and broadcast vs native)",
-    "paper": "001 (SCALABILITY 2024): Section IV benchmark, Table I, Figures 3-5, Section VII ratios",
-    "enabled": enabled("mpifuse"),
-    "claims": MF_OUT["claims"],
-    "measurements": MF_OUT["measurements"],
-    "figures": [
-        {
-            "path": MF_OUT["figure3"],
-            "caption": "Figure 3: time until every node has hashed the file vs nodes, per size, Home and Scratch, "
-            "one line per use case (mean of repeats, error bars: std)",
-        },
-        {
-            "path": MF_OUT["figure4"],
-            "caption": "Figure 4: composition of performance factors of OSR and the Naive broadcast file system "
-            "(reproduced beside published); both ran with the kernel's default FUSE request size, 128 KiB "
-            "(max_read 128KiB, readahead 128 KiB), as the paper did (7630 read calls per GB)",
-        },
-        {
-            "path": MF_OUT["figure5"],
-            "caption": "Figure 5: OSR without (osr-nometa: osr with meta_buffer=off, nothing else changed) vs "
-            "with the per-byte metadata buffer, native Home for reference; our refined design (osr-refined, "
-            "beyond the paper: own-part window, cached 4 MiB chunks, 1 MiB requests) beside them",
-        },
-    ],
-    "tables": [
-        {
-            "path": MF_OUT["table1"],
-            "caption": "Table I: largest file, time at the smallest and largest node count, increase, aggregate "
-            "throughput, beside the published values",
-        },
-        {
-            "path": MF_OUT["variants"],
-            "caption": "Use cases: mode and library options of each; differs_from_osr shows that the Figure 5 "
-            "variant (osr-nometa) differs from OSR only in meta_buffer",
-        },
-        {
-            "path": MF_OUT["ratios"],
-            "caption": "Bandwidth-reduction to latency-increase ratios (Section VII: ~8 broadcast, ~22 OSR)",
-        },
-        {
-            "path": MF_OUT["bytes"],
-            "caption": "Bytes read from the source file system, in file sizes (1x OSR/broadcast, n x native/passthrough)",
-        },
-        {"path": MF_OUT["figure4_table"], "caption": "Figure 4 components (s)"},
-        {
-            "path": MF_OUT["summary"],
-            "caption": "Every configuration: count/mean/std/min/max, failed, not run",
-        },
-    ]
-    + (
-        [
-            {
-                "path": MF_OUT["speed_table"],
-                "caption": "Speed benchmark (not in the paper): GB/s and the per-round ratio to native on one node of "
-                "the paper's user-space passthrough, OSR, OSR refined and kernel FUSE passthrough (kpassthrough; "
-                "ours, beyond the paper); the per-request breakdown and idle CPU are in "
-                "results/mpifuse/speed/report.md",
-            },
-            {
-                "path": MF_OUT["speed_issue13"],
-                "caption": "Issue 13: the FUSE data paths against native reads of the same file in the same job "
-                "(per-round ratio min / median / max; the earlier values transcribed from the issue beside; "
-                "target and verdict). What the per-request breakdown says about each row: "
-                "results/mpifuse/speed/report.md",
-            },
-            {
-                "path": MF_OUT["speed_issue22"],
-                "caption": "Issue 22: refined OSR (and our map_source variant, and the paper's passthrough) per "
-                "tool beside native reads and the FUSE ceiling (tools/fuseceiling: a FUSE file system serving a "
-                "preloaded file from memory, no backend, mounted with OSR refined's request size, readahead and "
-                "FUSE loop) in the same rounds: the ceiling's ratio to native, the variant's per-round ratio to "
-                "each (min / median / max), rounds above 1.0 counted as measurement errors (never a result), "
-                "reader and file-system CPU, the load, what bounds it, target (>= 0.95x native, sha256sum) and "
-                "verdict",
-            },
-        ]
-        if MF["speed"]["enabled"]
-        else []
-    ),
-    "stand_ins": MF_STAND_INS,
-    "expected_times": {
-        "setup_local": "none beyond ./repro setup (builds systems/mpifuse and systems/homefs)",
-        "run_local": "about 21 min on an idle 2-core machine (72 runs of 8 use cases + the speed benchmark, "
-        "about 5 min with 5 repeats and 8 variants; the reference run measured 14.2 min), up to 30 min while "
-        "other studies load the machine",
-        "analysis_local": "< 1 min",
-        "run_cluster": "480 jobs of n+1 nodes (n up to 24), about 8 h of job time at 10 repeats (8 use cases; 1 GB runs "
-        "dominate), less where small-n jobs run side by side",
-    },
+    enabled=enabled("mpifuse"),
+    tables=[t for t in MF_STUDY.table_entries() if MF["speed"]["enabled"] or t["path"] not in MF_SPEED_PATHS],
+    stand_ins=MF_STAND_INS,
     # the report sums these into the measured run time: every benchmark job, the speed
     # benchmark, then the analysis rules
-    "benchmarks": [
-        mf_run_bench(r["source"], r["nodes"], r["size"], r["rep"]) for r in mf_layout.matrix(MF)
-    ]
+    benchmarks=[mf_run_bench(r["source"], r["nodes"], r["size"], r["rep"]) for r in mf_layout.matrix(MF)]
     + [bench_log("mpifuse", "mpifuse_speed")]
     + [
         bench_log("mpifuse", r)
@@ -202,7 +98,6 @@ register_study(
             "mpifuse_claims",
         )
     ],
-    },
 )
 
 

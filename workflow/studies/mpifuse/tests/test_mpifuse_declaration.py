@@ -1,0 +1,61 @@
+"""The mpifuse study declared once (declaration.py) and its plan-only keys (issue 23): the derived
+`mpifuse` target has the speed benchmark only while speed.enabled, and changing a key the schema marks
+x-plan (enabled, kick, home.state_dir, home.client_max_read, speed.enabled) changes no benchmark job's
+command in the cluster plan."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from repro import config as rc
+
+from studies.mpifuse import declaration
+
+PLAN_ONLY = [("enabled",), ("home", "client_max_read"), ("home", "state_dir"), ("kick",), ("speed", "enabled")]
+
+
+def _plan(snake, ws, over, name):
+    p = ws / name
+    p.write_text(yaml.safe_dump({"mpifuse": over}))
+    out = snake("-n", "-p", "-F", "mpifuse", "--profile", "profiles/slurm", "--configfile", "config/config.yaml",
+                str(p), timeout=600).stdout
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.MULTILINE))
+    cmds = [ln.strip() for ln in out.splitlines() if "--config" in ln]
+    return counts, cmds
+
+
+def _of(cmds, module):
+    return sorted(c for c in cmds if f"studies.mpifuse.{module} " in c)
+
+
+def test_the_schema_marks_the_plan_only_keys():
+    assert rc.judging_paths(rc.study_schema("mpifuse"), marker="x-plan") == PLAN_ONLY
+
+
+def test_the_declaration_has_every_output_the_rules_write():
+    st = declaration.STUDY
+    assert set(declaration.SPEED_OUTPUTS) <= set(st.outputs)
+    assert st.out("claims") == "results/mpifuse/claims.csv"
+    assert [e["path"] for e in st.table_entries()][:3] == [f"results/mpifuse/tables/{n}.csv"
+                                                           for n in ("table1", "variants", "ratios")]
+
+
+def test_plan_only_keys_change_no_benchmark_command_and_speed_follows_its_switch(snake, workspace):
+    a_counts, a = _plan(snake, workspace, {"enabled": True, "kick": {"source": "scratch", "nodes": [2]},
+                                           "home": {"state_dir": "/var/tmp/a", "client_max_read": "1MiB"}},
+                        "a.yaml")
+    b_counts, b = _plan(snake, workspace, {"enabled": False, "kick": {"source": "home", "nodes": [1, 4]},
+                                           "home": {"state_dir": "/var/tmp/b", "client_max_read": "4MiB"},
+                                           "speed": {"enabled": False}}, "b.yaml")
+    # the derived `mpifuse` target: the speed benchmark and its report only while speed.enabled
+    assert a_counts.get("mpifuse_speed") == "1" and a_counts.get("mpifuse_speed_report") == "1", a_counts
+    assert "mpifuse_speed" not in b_counts and "mpifuse_speed_report" not in b_counts, b_counts
+    assert a_counts.get("mpifuse_run") == b_counts.get("mpifuse_run") == "480"
+    assert a_counts.get("mpifuse_claims") == b_counts.get("mpifuse_claims") == "1"
+    # every benchmark command the same: the plan-only keys are not in their --config
+    assert len(_of(a, "run")) == 480 and _of(a, "run") == _of(b, "run")
+    for c in _of(a, "run") + _of(a, "speed"):
+        assert '"kick"' not in c and '"state_dir"' not in c and '"client_max_read"' not in c, c[:300]
+    # the analysis still gets the whole section (what tells the test's configurations apart)
+    assert _of(a, "claims") != _of(b, "claims") and '"kick"' in _of(a, "claims")[0]
