@@ -149,19 +149,19 @@ rule memfs_expected:
 # claims from the raw files only; Figures 2.3 (design sweeps), 2.4 (bandwidth), 2.5 (throughput),
 # 2.6 (metadata) from the tidy table (memfs_figure_rule, study.smk). Both read the section without
 # memfs.workflows.
-memfs_analysis_rule(
-    "memfs_aggregate", script="analyze", lib=("common", "layout", "limits"), raw=memfs_raw_inputs,
+analysis_rule(
+    "memfs", "memfs_aggregate", script="analyze", lib=("common", "layout", "limits"), raw=memfs_raw_inputs,
     inputs={"expected": MEMFS_OUT["expected"], "published": MEMFS_PUBLISHED},
-    output={k: MEMFS_OUT[k] for k in ("measurements", "summary", "table21", "limit", "limit_runs", "issue13",
-                                      "issue13_md", "claims")},
+    output={"measurements": MEMFS_OUT["measurements_envelope"]}
+    | {k: MEMFS_OUT[k] for k in ("summary", "table21", "limit", "limit_runs", "issue13", "issue13_md", "claims")},
     args="--expected {input.expected} --published {input.published} --measurements {output.measurements}"
     " --summary {output.summary} --table21 {output.table21} --limit {output.limit}"
     " --limit-runs {output.limit_runs} --issue13 {output.issue13} --claims {output.claims}",
-    cfg=memfs_analysis_cfg, log="results/memfs/log/aggregate.log", bench=bench_log("memfs", "memfs_aggregate"),
+    cfg=memfs_analysis_cfg, log="results/memfs/log/aggregate.log", bench="memfs_aggregate",
 )
 memfs_figure_rule(
     "memfs_figure", "figure2_", "3|4|5|6", lib=("common",), cfg=memfs_analysis_cfg,
-    measurements=MEMFS_OUT["measurements"],
+    measurements=MEMFS_OUT["measurements_envelope"],
 )
 
 
@@ -186,24 +186,9 @@ rule memfs_kick_summary:
 
 
 rule memfs_envelope:
-    """Section 2.4.1: every run, the tables, figures and claims."""
+    """Section 2.4.1: every run, the tables, figures and claims (the declaration's envelope and FUSE gap parts)."""
     input:
-        []
-        if not MEMFS_ON
-        else [
-            MEMFS_OUT[k]
-            for k in (
-                "claims",
-                "table21",
-                "limit",
-                "issue13",
-                "figure23",
-                "figure24",
-                "figure25",
-                "figure26",
-            )
-        ]
-        + ([MEMFS_OUT["fusegap"]] if MEMFS_GAP_ON else []),
+        memfs_declaration.part_outputs(set(MEMFS_PARTS) & {"envelope", "fuse_gap"}) if MEMFS_ON else [],
 
 
 rule memfs_envelope_runs:
@@ -218,9 +203,5 @@ rule memfs_kick:
         MEMFS_OUT["kick"],
 
 
-rule memfs:
-    """The whole study: Section 2.4.1 (memfs_envelope) and 2.4.2 (memfs_workflows), one tidy table."""
-    input:
-        rules.memfs_envelope.input,
-        rules.memfs_workflows.input,
-        "results/memfs/measurements.csv" if MEMFS_ON else [],
+# `memfs` (the whole study: both parts' claims, figures and tables and the one tidy table) is the
+# Snakefile's, derived from the report entry (register_study, study.smk).

@@ -86,7 +86,7 @@ rule memfs_wf_run:
 rule memfs_wf_expected:
     """The full list of expected raw files (aggregation shows missing ones as not-run)."""
     output:
-        MWF_OUT["expected"],
+        MEMFS_OUT["wf_expected"],
     log:
         "results/memfs/log/workflows_expected.log",
     params:
@@ -100,27 +100,27 @@ rule memfs_wf_expected:
 # The analysis (engine: analysis_rule): the tidy table and per-configuration summary from the raw
 # files (given only the keys that decide which runs exist, mwf_run_cfg), Table 2.3, the claims;
 # Figures 2.7 (vertical), 2.8 (horizontal), 2.9 (aggregate memory) (memfs_figure_rule, study.smk).
-MWF_READS = {"measurements": MWF_OUT["measurements"], "published": MWF_PUBLISHED}
+MWF_READS = {"measurements": MEMFS_OUT["measurements_workflows"], "published": MWF_PUBLISHED}
 analysis_rule(
     "memfs", "memfs_wf_tidy", script="wf_tidy", lib=("layout",), raw=mwf_raw_inputs,
-    inputs={"expected": MWF_OUT["expected"]},
-    output={"measurements": MWF_OUT["measurements"], "summary": MWF_OUT["summary"]},
+    inputs={"expected": MEMFS_OUT["wf_expected"]},
+    output={"measurements": MEMFS_OUT["measurements_workflows"], "summary": MEMFS_OUT["wf_summary"]},
     args="--expected {input.expected} --out {output.measurements} --summary {output.summary}",
     cfg=mwf_run_cfg, log="results/memfs/log/workflows_tidy.log",
 )
-memfs_analysis_rule(
-    "memfs_wf_table23", script="wf_table2_3", lib=("wf_common",), inputs=MWF_READS,
-    output={"table": MWF_OUT["table23"]},
+analysis_rule(
+    "memfs", "memfs_wf_table23", script="wf_table2_3", lib=("wf_common",), inputs=MWF_READS,
+    output={"table": MEMFS_OUT["table23"]},
     args="--measurements {input.measurements} --published {input.published} --out {output.table}",
-    cfg=mwf_cfg, log="results/memfs/log/workflows_table23.log", bench=bench_log("memfs", "memfs_wf_table23"),
+    cfg=mwf_cfg, log="results/memfs/log/workflows_table23.log", bench="memfs_wf_table23",
 )
 memfs_figure_rule(
     "memfs_wf_figure", "wf_figure2_", "7|8|9", lib=("wf_common",), cfg=mwf_cfg,
-    measurements=MWF_OUT["measurements"], log_prefix="workflows_",
+    measurements=MEMFS_OUT["measurements_workflows"], log_prefix="workflows_",
 )
 analysis_rule(
     "memfs", "memfs_wf_claims", script="wf_claims", lib=("wf_common",),
-    inputs={**MWF_READS, "table23": MWF_OUT["table23"]}, output={"claims": MWF_OUT["claims"]},
+    inputs={**MWF_READS, "table23": MEMFS_OUT["table23"]}, output={"claims": MEMFS_OUT["claims_workflows"]},
     args="--measurements {input.measurements} --published {input.published} --table23 {input.table23}"
     " --out {output.claims}",
     cfg=mwf_cfg, log="results/memfs/log/workflows_claims.log",
@@ -128,17 +128,10 @@ analysis_rule(
 
 
 rule memfs_workflows:
+    """Section 2.4.2: every run, Table 2.3, the figures and claims (the declaration's workflows and
+    montage-memlimit parts)."""
     input:
-        []
-        if not MWF_ON
-        else [
-            MWF_OUT[k]
-            for k in ("claims", "table23", "figure27", "figure28", "figure29")
-        ],
-        # montage-memlimit (defined below; a function, so it is read once the whole file is)
-        lambda wc: (
-            ["results/memfs/claims_workflows_memlimit.csv"] if MWF_ML_ON else []
-        ),
+        memfs_declaration.part_outputs(set(MEMFS_PARTS) & {"workflows", "memlimit"}),
 
 
 rule memfs_wf_kick_inputs:
@@ -146,24 +139,24 @@ rule memfs_wf_kick_inputs:
     input:
         code=MWF_CODE,
     output:
-        "results/memfs/kick/workflows/inputs/montage/manifest.json",
+        MEMFS_OUT["wf_kick_inputs"],
     log:
         "results/memfs/log/kick_workflows_inputs.log",
     params:
         mwf_env=MWF_ENV,
+        out=os.path.dirname(MEMFS_OUT["wf_kick_inputs"]),
     shell:
-        "{params.mwf_env} python3 -m mtcwf.gen_montage --out results/memfs/kick/workflows/inputs/montage"
-        " --grid 3 --npix 128 > {log} 2>&1"
+        "{params.mwf_env} python3 -m mtcwf.gen_montage --out {params.out} --grid 3 --npix 128 > {log} 2>&1"
 
 
 rule memfs_wf_kick_run:
     """One tiny run: Montage on the locality design, 2 nodes x 1 task (about 10 s)."""
     input:
         system_image_input("memfs"),
-        manifest="results/memfs/kick/workflows/inputs/montage/manifest.json",
+        manifest=MEMFS_OUT["wf_kick_inputs"],
         code=MWF_RUN_CODE,
     output:
-        "results/memfs/kick/workflows/raw/workflow~montage/design~locality/nodes~2/tasks_per_node~1/rep~0.json",
+        MEMFS_OUT["wf_kick"],
     log:
         "results/memfs/log/kick_workflows_run.log",
     resources:
@@ -178,9 +171,10 @@ rule memfs_wf_kick_run:
         ),
         mpi_env=MPI_ENV,
         mwf_env=MWF_ENV,
+        inputs=os.path.dirname(MEMFS_OUT["wf_kick_inputs"]),
     shell:
         "({params.mpi_env}; {params.mwf_env} python3 -m studies.memfs.wf_run --workflow montage"
-        " --inputs results/memfs/kick/workflows/inputs/montage --design locality --nodes 2"
+        " --inputs {params.inputs} --design locality --nodes 2"
         " --tasks-per-node 1 --rep 0 --raw {output} --launcher {params.launcher}"
         " --network {params.network} --memcached-mb 128 --task-timeout 120 {params.image}) > {log} 2>&1"
 
@@ -188,7 +182,7 @@ rule memfs_wf_kick_run:
 rule memfs_workflows_kick:
     """Kick the tires: one tiny Montage run through the real tools on the shared launcher."""
     input:
-        "results/memfs/kick/workflows/raw/workflow~montage/design~locality/nodes~2/tasks_per_node~1/rep~0.json",
+        MEMFS_OUT["wf_kick"],
 
 
 rule memfs_workflows_runs:
@@ -205,7 +199,7 @@ rule memfs_measurements:
         code="workflow/lib/repro/tidy_concat.py",
         parts=MEMFS_MEASUREMENT_PARTS,
     output:
-        "results/memfs/measurements.csv",
+        MEMFS_OUT["measurements"],
     log:
         "results/memfs/log/measurements.log",
     container:
@@ -225,8 +219,6 @@ rule memfs_measurements:
 # stores' state at failure, wf_memlimit_run.py) is what the claims read.
 #
 #   ./repro snakemake memfs_wf_memlimit
-MWF_ML = MWF.get("memlimit") or {}
-MWF_ML_ON = MWF_ON and bool(MWF_ML.get("enabled"))
 MWF_ML_RAW = (
     "results/memfs/raw/experiment~montage-memlimit/design~{design}/memcached_mb~{mb}/rep~0.json"
 )
@@ -290,9 +282,9 @@ rule memfs_wf_memlimit:
         if MWF_ML_ON
         else [],
     output:
-        table="results/memfs/tables/memlimit_runs.csv",
-        claims="results/memfs/claims_workflows_memlimit.csv",
-        raws="results/memfs/memlimit/raws.txt",
+        table=MEMFS_OUT["memlimit_runs"],
+        claims=MEMFS_OUT["claims_memlimit"],
+        raws=MEMFS_OUT["memlimit_raws"],
     log:
         "results/memfs/log/workflows_memlimit.log",
     container:
@@ -312,20 +304,3 @@ rule memfs_wf_memlimit:
         "printf '%s\\n' {params.raws:q} > {output.raws};"
         f" {study_module('memfs', 'wf_memlimit')} --raws {{output.raws}} --limit-mb {{params.limit}}"
         " --ref-mb {params.ref} --nodes {params.nodes} --table {output.table} --out {output.claims} > {log} 2>&1"
-
-
-# the montage-memlimit experiment in the study's report: its claims (M1, M2) and its per-run table
-if MWF_ML_ON:
-    _mwf_report_add("claims", ["results/memfs/claims_workflows_memlimit.csv"])
-    _mwf_report_add(
-        "tables",
-        [
-            {
-                "path": "results/memfs/tables/memlimit_runs.csv",
-                "caption": "Montage under a per-node memory limit (the mechanism behind 004's 'AMFS's scheduler "
-                "node runs out of memory on Montage 12x12', at local scale): every node's memcached limited to "
-                "the same -m MB with -M (refuse, never evict); per design and limit, the run's status, which "
-                "node's store refused and what each store held. The unlimited reference run is the last limit.",
-            }
-        ],
-    )
