@@ -13,7 +13,6 @@ Deterministic for given parameters.  Writes ``db/`` (the fragments, named
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -22,6 +21,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from mtcwf import generator_main
 
 BASES = np.frombuffer(b"ACGT", dtype=np.uint8)
 
@@ -115,20 +116,9 @@ def generate(outdir: str | os.PathLike, db_bp: int = 2_000_000, fragments: int =
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--db-bp", type=int, default=2_000_000)
-    ap.add_argument("--fragments", type=int, default=8)
-    ap.add_argument("--queries", type=int, default=4)
-    ap.add_argument("--seqs-per-query", type=int, default=4)
-    ap.add_argument("--query-bp", type=int, default=400)
-    ap.add_argument("--contig-bp", type=int, default=20_000)
-    ap.add_argument("--mutation-rate", type=float, default=0.02)
-    ap.add_argument("--seed", type=int, default=7)
-    a = ap.parse_args(argv)
-    m = generate(a.out, a.db_bp, a.fragments, a.queries, a.seqs_per_query, a.query_bp, a.contig_bp,
-                 a.mutation_rate, seed=a.seed)
-    print(f"blast db: {m['db_bp']} bp in {len(m['fragments'])} fragments, {len(m['queries'])} query files -> {a.out}")
+    names = ("db_bp", "fragments", "queries", "seqs_per_query", "query_bp", "contig_bp", "mutation_rate", "seed")
+    out, _, m = generator_main(generate, names, __doc__, argv)
+    print(f"blast db: {m['db_bp']} bp in {len(m['fragments'])} fragments, {len(m['queries'])} query files -> {out}")
 
 
 if __name__ == "__main__":

@@ -12,12 +12,13 @@ and ``manifest.json`` (tile centres, planted background planes, sizes).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
 
 import numpy as np
+
+from mtcwf import generator_main
 
 CENTER_RA = 275.2
 CENTER_DEC = -16.2
@@ -101,15 +102,8 @@ def generate(outdir: str | os.PathLike, grid: int = 4, npix: int = 256, overlap:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--grid", type=int, default=4)
-    ap.add_argument("--npix", type=int, default=256)
-    ap.add_argument("--overlap", type=float, default=0.3)
-    ap.add_argument("--seed", type=int, default=1)
-    a = ap.parse_args(argv)
-    m = generate(a.out, a.grid, a.npix, a.overlap, seed=a.seed)
-    print(f"montage sky: {len(m['tiles'])} tiles of {a.npix}^2, {m['input_bytes'] / 1e6:.1f} MB -> {a.out}")
+    out, opts, m = generator_main(generate, ("grid", "npix", "overlap", "seed"), __doc__, argv)
+    print(f"montage sky: {len(m['tiles'])} tiles of {opts['npix']}^2, {m['input_bytes'] / 1e6:.1f} MB -> {out}")
 
 
 if __name__ == "__main__":

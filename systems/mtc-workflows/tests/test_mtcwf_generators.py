@@ -76,6 +76,7 @@ def test_blast_fasta_fragments_and_planted_queries(blast_inputs):
 def test_generator_command_lines_pass_their_options_with_generate_s_defaults(tmp_path, monkeypatch):
     """Each generator's own command line (no engine): every option reaches generate() with the
     type and default of generate()'s signature, and a given value wins."""
+    import functools
     import inspect
 
     from mtcwf import gen_blast, gen_montage
@@ -87,6 +88,7 @@ def test_generator_command_lines_pass_their_options_with_generate_s_defaults(tmp
         defaults = {k: p.default for k, p in sig.parameters.items() if k != "outdir"}
         seen = {}
 
+        @functools.wraps(mod.generate)  # the fake has generate's signature
         def fake(*args, _sig=sig, _seen=seen, **kw):
             _seen.clear()
             _seen.update(_sig.bind(*args, **kw).arguments)
