@@ -17,16 +17,14 @@ from repro import claims as C
 
 from studies.mpifuse import analysis
 from studies.mpifuse.analysis import PAPER_USE_CASE
+from studies.mpifuse.declaration import STUDY as DECLARED
 from studies.mpifuse.layout import STUDY, VARIANTS, expected_source_reads, fs_options
 
+# each claim's evidence: the table it reads (the paths from the declaration)
 OUT = {
-    "table1": "results/mpifuse/tables/table1.csv",
-    "ratios": "results/mpifuse/tables/ratios.csv",
-    "figure4": "results/mpifuse/tables/figure4.csv",
-    "figure5": "results/mpifuse/tables/figure5.csv",
-    "figure3": "results/mpifuse/tables/figure3.csv",
-    "bytes": "results/mpifuse/tables/bytes_from_source.csv",
-    "measurements": "results/mpifuse/measurements.csv",
+    **{name: DECLARED.table(name) for name in ("table1", "ratios", "figure4", "figure5", "figure3")},
+    "bytes": DECLARED.out("bytes"),
+    "measurements": DECLARED.out("measurements"),
 }
 
 

@@ -91,7 +91,7 @@ analysis_rule(
     args=MF_READ_ARGS + " --table {output.table} --out {output.figure}",
 )
 analysis_rule(
-    "mpifuse", "mpifuse_claims", script="claims", lib=("analysis", "layout"), inputs=MF_READS,
+    "mpifuse", "mpifuse_claims", script="claims", lib=("analysis", "layout", "declaration"), inputs=MF_READS,
     output={"out": MF_OUT["claims"]}, args=MF_READ_ARGS + " --out {output.out}",
 )
 
