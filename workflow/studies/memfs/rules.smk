@@ -113,9 +113,7 @@ rule memfs_fusegap:
         ],
         code=study_code("memfs", "fusegap"),
     output:
-        table=MEMFS_OUT["fusegap"],
-        runs=MEMFS_OUT["fusegap_runs"],
-        md=MEMFS_OUT["fusegap_md"],
+        **memfs_outputs(table="fusegap", runs="fusegap_runs", md="fusegap_md"),
     log:
         "results/memfs/log/fusegap_table.log",
     container:

@@ -40,6 +40,13 @@ MEMFS_RAW = memfs_layout.RAW_DIR
 MEMFS_PUBLISHED = f"{MEMFS_DIR}/published.csv"
 MEMFS_STUDY = memfs_declaration.STUDY  # title, paper, captions, every declared results/memfs/ path
 MEMFS_OUT = {k: MEMFS_STUDY.out(k) for k in MEMFS_STUDY.outputs}
+
+
+def memfs_outputs(**keys):
+    """A rule's named outputs: {name: the declared output of key} for each name=key."""
+    return {name: MEMFS_OUT[key] for name, key in keys.items()}
+
+
 MEMFS_GAP = MEMFS.get("fuse_gap", {})
 MEMFS_GAP_ON = MEMFS_ON and bool(MEMFS_GAP.get("enabled", False))
 MEMFS_GAP_RAW = "results/memfs/raw/fusegap/rep~{rep}.json"

@@ -282,9 +282,7 @@ rule memfs_wf_memlimit:
         if MWF_ML_ON
         else [],
     output:
-        table=MEMFS_OUT["memlimit_runs"],
-        claims=MEMFS_OUT["claims_memlimit"],
-        raws=MEMFS_OUT["memlimit_raws"],
+        **memfs_outputs(table="memlimit_runs", claims="claims_memlimit", raws="memlimit_raws"),
     log:
         "results/memfs/log/workflows_memlimit.log",
     container:

@@ -2,7 +2,7 @@
 analysis only) changes no run job's command in the cluster plan -- Snakemake re-runs a job whose
 params changed -- and does change the command of the analysis job that reads it."""
 
-import re
+from memfs_plan import cluster_jobs
 
 from repro import config as rc
 
@@ -13,16 +13,7 @@ ANALYSIS = {READER, "memfs_wf_table23", "memfs_wf_figure", "memfs_wf_claims"}  #
 
 def plan(snake, workspace, mb):
     (workspace / "overlay.yaml").write_text(OVERLAY.format(mb=mb))
-    out = snake("-n", "-p", "-F", "memfs", "--profile", "profiles/slurm", "--configfile", "config/config.yaml",
-                "overlay.yaml", timeout=600).stdout
-    jobs = {}
-    for block in re.split(r"\n(?=(?:local)?rule \S+:\n)", out):
-        rule = re.match(r"(?:local)?rule (\S+):", block)
-        output = re.search(r"^\s+output: (.*)$", block, re.M)
-        cmd = re.search(r"^Shell command: (.*)$", block, re.M)
-        if rule and output and cmd:
-            jobs[(rule.group(1), output.group(1))] = cmd.group(1)
-    return jobs
+    return cluster_jobs(snake, "memfs", "overlay.yaml")
 
 
 def test_the_judging_keys_are_the_claims_own():

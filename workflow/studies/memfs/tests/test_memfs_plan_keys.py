@@ -5,7 +5,7 @@ run command. Adding a repeat then adds jobs and re-runs none: every existing run
 cluster plan is unchanged (Snakemake re-runs a job whose params changed). With the whole section in the
 run commands (the old rules) every existing run job's command changes and this fails."""
 
-import re
+from memfs_plan import cluster_jobs
 
 from repro import config as rc
 
@@ -19,16 +19,7 @@ RUNS = {"memfs_envelope_run", "memfs_metadata_run", "memfs_stripe_run", "memfs_t
 
 def plan(snake, workspace, repeats):
     (workspace / "overlay.yaml").write_text(OVERLAY.format(r=repeats))
-    out = snake("-n", "-p", "-F", "memfs_envelope", "--profile", "profiles/slurm", "--configfile",
-                "config/config.yaml", "overlay.yaml", timeout=600).stdout
-    jobs = {}
-    for block in re.split(r"\n(?=(?:local)?rule \S+:\n)", out):
-        rule = re.match(r"(?:local)?rule (\S+):", block)
-        output = re.search(r"^\s+output: (.*)$", block, re.M)
-        cmd = re.search(r"^Shell command: (.*)$", block, re.M)
-        if rule and output and cmd:
-            jobs[(rule.group(1), output.group(1))] = cmd.group(1)
-    return jobs
+    return cluster_jobs(snake, "memfs_envelope", "overlay.yaml")
 
 
 def test_the_keys_that_decide_which_runs_exist_are_plan_only():
