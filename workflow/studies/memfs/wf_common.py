@@ -28,13 +28,19 @@ def figure_cli(doc: str) -> tuple[argparse.Namespace, pd.DataFrame, dict]:
     return args, load(args.measurements), cfg["sweeps"]
 
 
+# the metrics' labels; a table without a run that measured (every run not run or failed) has no column
+# for them, and the readers select on them
+LABELS = ("stage", "timed", "node")
+
+
 def load(path: str) -> pd.DataFrame:
     df = pd.read_csv(path, low_memory=False)
+    for col in LABELS:
+        if col not in df.columns:
+            df[col] = pd.NA
     for col in ("nodes", "tasks_per_node", "rep", "node"):
-        if col in df.columns:
-            df[col] = pd.to_numeric(df[col], errors="coerce")
-    if "timed" in df.columns:
-        df["timed"] = df["timed"].astype(str).str.lower().isin(["true", "1", "1.0"])
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    df["timed"] = df["timed"].astype(str).str.lower().isin(["true", "1", "1.0"])
     return df
 
 
