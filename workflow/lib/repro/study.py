@@ -16,6 +16,9 @@ from pathlib import Path
 
 STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
 TIME_KEYS = ("setup_local", "run_local", "analysis_local", "run_cluster")
+# the aggregate of a benchmark study with a limits table: the tidy table, its summary, the limits, the claims
+AGGREGATE_OUTPUTS = {"measurements": "measurements.csv", "summary": "tables/summary.csv",
+                     "limits": "tables/limits.csv", "claims": "claims.csv"}
 
 
 @dataclass(frozen=True)

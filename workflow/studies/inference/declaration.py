@@ -1,6 +1,6 @@
 """The inference study, declared once (repro.study): what it is, what it writes, how long it takes."""
 
-from repro.study import Study
+from repro.study import AGGREGATE_OUTPUTS, Study
 
 STUDY = Study(
     name="inference",
@@ -18,12 +18,7 @@ STUDY = Study(
         "100-user values beside; configurations the paper could not run shown as such",
         "table2": "Table II: usability scores (1-5) from the config, the published scores beside",
     },
-    outputs={
-        "measurements": "measurements.csv",
-        "summary": "tables/summary.csv",
-        "limits": "tables/limits.csv",
-        "claims": "claims.csv",
-    },
+    outputs=AGGREGATE_OUTPUTS,
     output_tables={
         "limits": "Every server's throughput as a fraction of the model's raw in-process rate "
         "(same framework, threads, batch); the generator's CPU and its ceiling against a trivial endpoint",

@@ -3,7 +3,7 @@
 What only the configuration knows stays in study.smk: the stand-ins (mode standin), the kick job,
 the benchmark files of the runs the configuration asks for."""
 
-from repro.study import Study
+from repro.study import AGGREGATE_OUTPUTS, Study
 
 STUDY = Study(
     name="serverless",
@@ -21,12 +21,7 @@ STUDY = Study(
         "table2": "Table 2: peak byte-reversal throughput (MiB/s) and the instances it took, single and parallel",
         "table3": "Table 3: single requests, arithmetic, geometric and harmonic mean throughput (MiB/s)",
     },
-    outputs={
-        "measurements": "measurements.csv",
-        "summary": "tables/summary.csv",
-        "limits": "tables/limits.csv",
-        "claims": "claims.csv",
-    },
+    outputs=AGGREGATE_OUTPUTS,
     output_tables={
         "limits": "Every platform's peak byte-reversal throughput as a fraction of the director's "
         "ceiling (bare echo server) and of iperf3 on the same path; image rates as a fraction of "

@@ -4,7 +4,7 @@ What only the configuration knows stays in study.smk: the stacks run and their i
 image, or its layered variant with the real COSBench / mdtest), the stand-ins, the kick job, the
 benchmark files."""
 
-from repro.study import Study
+from repro.study import AGGREGATE_OUTPUTS, Study
 
 STUDY = Study(
     name="storage",
@@ -20,12 +20,7 @@ STUDY = Study(
     tables={
         "table5": "Table 5: mdtest max/min/mean rates per operation and stack",
     },
-    outputs={
-        "measurements": "measurements.csv",
-        "summary": "tables/summary.csv",
-        "limits": "tables/limits.csv",
-        "claims": "claims.csv",
-    },
+    outputs=AGGREGATE_OUTPUTS,
     output_tables={
         "limits": "Each stack's best COSBench bandwidth and throughput as a fraction of fio on the "
         "same path and of the driver's ceiling (a fraction above 1 is a measurement error)",
