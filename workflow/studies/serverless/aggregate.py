@@ -9,7 +9,7 @@ import sys
 
 import pandas as pd
 
-from repro import cli, tidy
+from repro import tidy
 from studies.serverless import analysis, layout
 
 KEYS = ["workload", "variant", "platform", "instances", "size"]
@@ -25,16 +25,10 @@ def build(cfg: dict, root: str = "."):
     return df, tidy.summarize(df, KEYS)
 
 
-def main() -> int:
-    a, cfg = cli.parse(__doc__, "measurements", "summary", "limits")
-    df, summ = build(cfg)
-    tidy.write_csv(df, a.measurements)
-    tidy.write_csv(summ, a.summary)
-    tidy.write_csv(analysis.limits(analysis.read_measurements(a.measurements)), a.limits)
-    runs = df.drop_duplicates(subset=["raw_file"])
-    print(f"serverless_aggregate: {len(df)} rows from {len(runs)} runs: {(runs.status == 'ok').sum()} ok, "
-          f"{(runs.status == 'failed').sum()} failed, {(runs.status == 'not-run').sum()} not run")
-    return 0
+def main(argv=None) -> int:
+    return tidy.aggregate_main(
+        __doc__, build, label="serverless_aggregate", argv=argv,
+        tables={"limits": lambda df, a: analysis.limits(analysis.read_measurements(a.measurements))})
 
 
 if __name__ == "__main__":
