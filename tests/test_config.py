@@ -98,7 +98,7 @@ def test_benchmark_commands_leave_out_judging_keys(snake):
     cmds = [ln for ln in out.splitlines() if "--config" in ln]
     def of(module):
         return [c for c in cmds if f"studies.{module} " in c or f"studies.{module}'" in c]
-    bench = of("inference.run") + of("mpifuse.run") + of("mpifuse.speed")
+    bench = of("inference.run") + of("mpifuse.run")
     assert len(of("inference.run")) > 50 and of("mpifuse.run"), out[-2000:]
     for c in bench:
         assert '"usability"' not in c and '"lead_tolerance"' not in c and '"figure4"' not in c, c[:300]

@@ -63,7 +63,7 @@ def test_report_from_what_exists_after_a_failed_benchmark_job(snake, workspace, 
         only_studies("tco", "cloudcost", "mpifuse")
         + "mpifuse:\n"
         "  nodes: [1]\n  sizes: [1KB]\n  sources: [scratch]\n  repeats: 1\n  variants: [native, osr]\n"
-        "  speed: {enabled: false}\n  figure4: {nodes: 1, size: 1KB, source: scratch}\n"
+        "  figure4: {nodes: 1, size: 1KB, source: scratch}\n"
         f"  scratch: {{path: {blocker}/scratch}}\n"
         f"  local_dir: {tmp_path}/local\n  mount_dir: {tmp_path}/mnt\n")
     args = ("--profile", "profiles/local", "--configfile", "config/local.yaml", str(overlay))

@@ -8,7 +8,8 @@ include: "study.smk"
 # the systems this study builds locally (an image-based run has them in its image): rule, output, make -C
 MF_BUILDS = (
     ("mpifuse_build_fs", "systems/mpifuse/build/libmpifuse.so", "systems/mpifuse", "build_fs"),
-    # kernel FUSE passthrough (ours, beyond the paper): the speed benchmark's kpassthrough variant
+    # kernel FUSE passthrough (ours, beyond the paper): the kpassthrough variant of the FUSE speed
+    # benchmark (workflow/studies/fusespeed/, which includes this file's build rules)
     ("mpifuse_build_kpassthrough", "systems/kpassthrough/build/kpassthrough", "systems/kpassthrough",
      "build_kpassthrough"),
     ("mpifuse_build_homefs", "systems/homefs/build/nfsfuse", "systems/homefs", "build_homefs"),
@@ -94,50 +95,3 @@ analysis_rule(
     "mpifuse", "mpifuse_claims", script="claims", lib=("analysis", "layout", "declaration"), inputs=MF_READS,
     output={"out": MF_OUT["claims"]}, args=MF_READ_ARGS + " --out {output.out}",
 )
-
-
-# ---------------------------------------------------------------------------
-# Speed benchmark (not a paper experiment): FUSE overhead, OSR n=1 vs native,
-# bytes from the source as n grows. One job of max(speed.nodes)+1 ranks.
-# ---------------------------------------------------------------------------
-rule mpifuse_speed:
-    input:
-        mf_system_inputs,
-        # built here for local runs; in an image-based (cluster) run a missing binary or a container
-        # without CAP_SYS_ADMIN makes the variant a recorded failure, never a number
-        kpt=(
-            ["systems/kpassthrough/build/kpassthrough"]
-            if "kpassthrough" in MF["speed"]["variants"] and MF_LOCAL_BUILD
-            else []
-        ),
-        code=study_code("mpifuse", "speed", "run", "layout", "kpt")
-        + ["systems/kpassthrough/hostinfo.py", "tools/fuseceiling/ceiling.py", "tools/fuseceiling/fuseceiling.c"],
-    output:
-        MF_OUT["speed_raw"],
-    log:
-        "results/mpifuse/log/speed.log",
-    benchmark:
-        bench_log("mpifuse", "mpifuse_speed")
-    resources:
-        **n_plus_1_resources(max(MF["speed"]["nodes"])),
-    params:
-        launch=mpi_launch(max(MF["speed"]["nodes"]) + 1),
-        wrap=mf_homefs_wrap(MF["speed"]["source"], max(MF["speed"]["nodes"])),
-        exec=system_exec("mpifuse"),
-        cfg=lambda wc: run_json("mpifuse"),
-        mpi_env=MPI_ENV,
-    shell:
-        "({params.mpi_env}; tag=rmf-$$-$RANDOM;"
-        " {params.wrap} {params.launch} {params.exec} python3 -m studies.mpifuse.speed --config {params.cfg}"
-        " --tag $tag --out {output}) > {log} 2>&1"
-
-
-# the speed report: every number recomputed from the speed benchmark's raw file
-analysis_rule(
-    "mpifuse", "mpifuse_speed_report", script="speed_report",
-    inputs={"raw": MF_OUT["speed_raw"], "published": MF_PUBLISHED},
-    output={k: MF_OUT[f"speed_{k}"] for k in ("table", "report", "issue13", "issue22")},
-    args="--raw {input.raw} --published {input.published} --table {output.table} --report {output.report}"
-    " --issue13 {output.issue13} --issue22 {output.issue22}",
-)
-

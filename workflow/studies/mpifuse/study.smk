@@ -5,7 +5,6 @@
 #
 #   ./repro snakemake mpifuse_kick --profile profiles/local       # one tiny run (minutes)
 #   ./repro snakemake mpifuse --profile profiles/local            # the local study
-#   ./repro snakemake mpifuse_speed_report --profile profiles/local   # how close to this machine's limits
 #   snakemake mpifuse --profile profiles/slurm --configfile config/config.yaml   # the paper's scale
 #
 # One job = one *run* of the paper: one source (home | scratch) x n nodes x
@@ -25,8 +24,6 @@ MF_RAW = mf_layout.RAW_DIR
 MF_DIR = f"{STUDIES}/mpifuse"
 MF_PUBLISHED = f"{MF_DIR}/published.csv"
 MF_OUT = {k: MF_STUDY.out(k) for k in MF_STUDY.outputs}
-# the speed benchmark's raw file: its path follows the configuration (speed.source, speed.size)
-MF_OUT["speed_raw"] = f"{MF_STUDY.results}/speed/raw/source~{MF['speed']['source']}/size~{MF['speed']['size']}/rep~0.json"
 MF_HOME_EMULATED = MF["home"]["kind"] == "emulated"
 MF_LOCAL_BUILD = not config["containers"]["use_for_benchmarks"]
 MF_STAND_INS = [
@@ -72,19 +69,13 @@ MF_KICK = [
     for v in MF["variants"]
 ]
 
-# the speed benchmark's tables are part of the study (its report entry and the derived `mpifuse`
-# target) only while speed.enabled
-MF_SPEED_PATHS = {MF_OUT[k] for k in mf_declaration.SPEED_OUTPUTS}
 register_study(
     MF_STUDY,
     kick=MF_KICK,
     enabled=enabled("mpifuse"),
-    tables=[t for t in MF_STUDY.table_entries() if MF["speed"]["enabled"] or t["path"] not in MF_SPEED_PATHS],
     stand_ins=MF_STAND_INS,
-    # the report sums these into the measured run time: every benchmark job, the speed
-    # benchmark, then the analysis rules
+    # the report sums these into the measured run time: every benchmark job, then the analysis rules
     benchmarks=[mf_run_bench(r["source"], r["nodes"], r["size"], r["rep"]) for r in mf_layout.matrix(MF)]
-    + [bench_log("mpifuse", "mpifuse_speed")]
     + [
         bench_log("mpifuse", r)
         for r in (

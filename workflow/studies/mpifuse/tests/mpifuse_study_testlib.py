@@ -92,20 +92,3 @@ def leftovers(tag_prefix: str = "rmf-") -> dict:
     return {"netns": [line.split()[0] for line in ns.splitlines() if line.startswith(tag_prefix)],
             "mounts": [line.split()[1] for line in mounts.splitlines() if "/rmf-t" in line.split()[1]]}
 
-
-def run_speed(tmp: Path, speed: dict, name: str) -> tuple[dict, dict, str]:
-    """The speed benchmark under mpirun (max(speed.nodes)+1 ranks, 240 s at most) on a study
-    section with `speed` merged in: (its raw record, the section, the job's tag)."""
-    from repro import rawio
-
-    cfg = study_config(tmp, speed=speed)
-    cfgfile = tmp / "cfg.json"
-    cfgfile.write_text(json.dumps(cfg))
-    out = tmp / "speed.json"
-    tag = f"rmf-t{os.getpid()}-{name}"
-    p = subprocess.run(["timeout", "-k", "10", "240", "mpirun", "--oversubscribe", "--bind-to", "none", "-n",
-                        str(max(speed["nodes"]) + 1), PY, "-m", "studies.mpifuse.speed", "--config", f"@{cfgfile}",
-                        "--tag", tag, "--out", str(out)],
-                       capture_output=True, text=True, env=mpi_env(), cwd=REPO)
-    assert p.returncode == 0, f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
-    return rawio.read(out), cfg, tag

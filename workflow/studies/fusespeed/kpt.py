@@ -1,5 +1,5 @@
 """Kernel FUSE passthrough (systems/kpassthrough; ours, beyond the paper) as a file system of the
-mpifuse speed benchmark, and the CPU clocks the benchmark reads from /proc.
+FUSE speed benchmark (studies.fusespeed), and the CPU clocks the benchmark reads from /proc.
 
 A rank starts one kpassthrough server (its own process) over the rank's source directory with
 ``--passthrough kernel``: the server registers every opened file as a backing file and the kernel
@@ -19,7 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from systems.kpassthrough.hostinfo import cpu_s, mounted, unmount  # noqa: F401 -- speed.py reads kpt.cpu_s
+from systems.kpassthrough.hostinfo import cpu_s, mounted, unmount  # noqa: F401 -- run.py reads kpt.cpu_s
 
 REPO = Path(__file__).resolve().parents[3]
 BIN_DEFAULT = REPO / "systems" / "kpassthrough" / "build" / "kpassthrough"

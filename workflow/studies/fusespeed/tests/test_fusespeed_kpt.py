@@ -10,10 +10,10 @@ import shutil
 import subprocess
 
 import pytest
-from studies.mpifuse import kpt
+from studies.fusespeed import kpt
 from systems.kpassthrough.hostinfo import kernel_has_passthrough
 
-from mpifuse_study_testlib import REPO, run_speed
+from fusespeed_testlib import REPO, run_speed
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""mpifuse speed report -- from the speed benchmark's raw file only (every number recomputed here):
+"""fusespeed report -- from the speed benchmark's raw file only (every number recomputed here):
 
 * read throughput on one node per variant and tool: GB/s min/median/max over the repeats and the
   per-round ratio to native (throughput(variant) / throughput(native) of the same repeat: native and

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 
 import pytest
-from studies.mpifuse import speed
+from studies.fusespeed import run as speed
 
-from mpifuse_study_testlib import mpifuse_ready, run_speed, study_config  # noqa: F401
+from fusespeed_testlib import mpifuse_ready, run_speed, study_config  # noqa: F401
 
 
 def test_ceiling_options_follow_osr_refined(tmp_path):

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """How close the mpifuse file systems run to this machine's limits (not a paper experiment).
 
-Run with max(speed.nodes)+1 MPI ranks (rank 0 writes the files, ranks 1..k read):
+``--config`` is the fusespeed section (what this benchmark varies: source, size, nodes, repeats,
+variants, idle_s); ``--mpifuse`` is mpifuse's run section (the file systems' options, the sources,
+mount_dir, timeout): the file systems are mounted as the mpifuse study configures them.
+
+Run with max(fusespeed.nodes)+1 MPI ranks (rank 0 writes the files, ranks 1..k read):
 
 1. read throughput of one large file on one node, ``dd bs=1M`` (raw reading from a hot page cache)
-   and ``sha256sum`` (the benchmark's reader), per repeat every variant of ``speed.variants`` in
+   and ``sha256sum`` (the benchmark's reader), per repeat every variant of ``fusespeed.variants`` in
    turn (the order rotates by one every repeat; repeat 0 native first): native, the paper's
    user-space FUSE passthrough (libmpifuse; also with the FUSE threads option switched the other
    way), OSR, OSR refined (ours) and kernel FUSE
@@ -18,7 +22,7 @@ Run with max(speed.nodes)+1 MPI ranks (rank 0 writes the files, ranks 1..k read)
    the file system's counters (libmpifuse's stats JSON, kept whole; kpassthrough's op counts);
 2. bytes read from the source as the node count k grows: OSR (and OSR refined) read the file
    once (1x), native readers k times (first repeat only: deterministic);
-3. idle CPU: every file system mounted on max(nodes) ranks, ``speed.idle_s`` seconds without a
+3. idle CPU: every file system mounted on max(nodes) ranks, ``fusespeed.idle_s`` seconds without a
    read, each rank's CPU time over that window (and kpassthrough's server's), plus the CPU of
    mounting and unmounting.
 
@@ -40,14 +44,16 @@ import uuid
 from pathlib import Path
 
 from repro import cli, paramspace, procs, provenance, rawio
-from studies.mpifuse import kpt, layout
+from studies.fusespeed import kpt
+from studies.mpifuse import layout
 from studies.mpifuse import run as mb
 
 REPO = Path(__file__).resolve().parents[3]
+STUDY = "fusespeed"
 DD_RE = re.compile(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s,", re.M)
 CEILING = "fuse-ceiling"  # the speed variant (and its "mode") of tools/fuseceiling
 CEILING_FILE = "speed-ceiling-{i}.bin"  # the files the ceiling serves (preloaded pattern), one per read
-# speed.variants -> (mode: an mpifuse mode, "kpassthrough", CEILING or None for native; extra options)
+# fusespeed.variants -> (mode: an mpifuse mode, "kpassthrough", CEILING or None for native; extra options)
 MODES = {"native": (None, {}), "passthrough": ("passthrough", {}), "osr": ("osr", {}),
          "osr-refined": ("osr-refined", {}), "kpassthrough": (kpt.VARIANT, {}),
          "osr-refined-map": ("osr-refined", {"map_source": True}), CEILING: (CEILING, {})}
@@ -61,7 +67,7 @@ IDLE_EXTRA = ("bcast",)
 def variant_plan(sp: dict, opts: dict) -> list[tuple[str, str | None, dict]]:
     """(name in the raw file, mode, extra library options) of the one-node part, in order."""
     if "native" not in sp["variants"]:
-        raise SystemExit("mpifuse.speed.variants: must contain native (every ratio is to native)")
+        raise SystemExit("fusespeed.variants: must contain native (every ratio is to native)")
     flip = not opts.get("threads", True)
     out = []
     for v in sp["variants"]:
@@ -221,7 +227,7 @@ class Job:
         self.rank = rank = world.Get_rank()
         self.kmax = max(sp["nodes"])
         if world.Get_size() != self.kmax + 1:
-            print(f"[mpifuse-speed] needs {self.kmax + 1} ranks, got {world.Get_size()}", file=sys.stderr)
+            print(f"[fusespeed] needs {self.kmax + 1} ranks, got {world.Get_size()}", file=sys.stderr)
             world.Abort(2)
         self.size = paramspace.size_bytes(sp["size"])
         self.timeout = layout.test_timeout(cfg, sp["size"], self.kmax) * 2
@@ -244,7 +250,7 @@ class Job:
 
     def say(self, msg):
         if self.rank == 0:
-            print(f"[mpifuse-speed] {msg}", flush=True)
+            print(f"[fusespeed] {msg}", flush=True)
 
     def new_file(self):
         """A fresh file of the job's size on the source (rank 0 writes it): {rel, sha} on every rank."""
@@ -529,7 +535,7 @@ class Job:
         cfg, sp, src = self.cfg, self.sp, self.src
         notes = self.world.bcast(self.notes, root=1)
         if self.rank == 0:
-            rec = rawio.new_record(layout.STUDY, "speed", {"source": sp["source"], "size": sp["size"]}, 0,
+            rec = rawio.new_record(STUDY, "speed", {"source": sp["source"], "size": sp["size"]}, 0,
                                    layout.system_kind(cfg, sp["source"]), mb.tool_versions(self.MPI))
             rec["load_start"], rec["started_at"] = load_start, started_at
             rec["metrics"] = self.metrics
@@ -552,8 +558,18 @@ class Job:
             shutil.rmtree(self.top, ignore_errors=True)
 
 
+def config(a) -> dict:
+    """What the job reads: mpifuse's run section with this study's section as its `speed` (the shape
+    the benchmark had inside mpifuse)."""
+    return {**cli.load_config(a.mpifuse), "speed": cli.load_config(a.config)}
+
+
 def main() -> int:
-    a, cfg = cli.parse(__doc__, "tag", "out")
+    ap = cli.parser(__doc__, "tag", "out")
+    ap.add_argument("--mpifuse", required=True, help="mpifuse's run section as JSON (or @file): the file "
+                    "systems' options, the sources, mount_dir, timeout")
+    a, _ = cli.finish(ap)
+    cfg = config(a)
     load_start, started_at = provenance.loadavg(), provenance.now_iso()  # before anything of ours runs
     from mpi4py import MPI
 
@@ -581,7 +597,7 @@ if __name__ == "__main__":
         import traceback
 
         traceback.print_exc()
-        print(f"[mpifuse-speed] FATAL: {exc}; aborting the MPI job", file=sys.stderr, flush=True)
+        print(f"[fusespeed] FATAL: {exc}; aborting the MPI job", file=sys.stderr, flush=True)
         from mpi4py import MPI
 
         MPI.COMM_WORLD.Abort(1)

@@ -9,18 +9,17 @@ import subprocess
 
 import pandas as pd
 import pytest
-from studies.mpifuse import speed_report as sr
+from studies.fusespeed import report as sr
 from repro import published, rawio
 
-from mpifuse_study_testlib import PY, REPO
+from fusespeed_testlib import FIXTURES, PUBLISHED, PY, REPO
 
-PUBLISHED = REPO / "workflow" / "studies" / "mpifuse" / "published.csv"
 SIZE = 256 * 10**6
 
 
 def record(thr: dict, failures=(), server_reads=None, fs_stats=(), idle=(), idle_s=3.0) -> dict:
     """A speed raw record: thr[(variant, tool)] = GB/s per repeat; server_reads[(tool, rep)] = READs."""
-    rec = rawio.new_record("mpifuse", "speed", {"source": "scratch", "size": "256MB"}, 0,
+    rec = rawio.new_record("fusespeed", "speed", {"source": "scratch", "size": "256MB"}, 0,
                            "stand-in:local directory")
     m = rec["metrics"]
     variants = []
@@ -160,7 +159,7 @@ def test_paper_passthrough_cost_and_the_report_files(tmp_path):
     rec = record({**NATIVE, ("passthrough", "dd"): [1.0, 0.5, 2.0], ("kpassthrough", "dd"): [4.0, 2.0, 8.0]})
     raw = tmp_path / "raw.json"
     rawio.write_json_atomic(raw, rec)
-    out = subprocess.run([PY, "-m", "studies.mpifuse.speed_report", "--config", "{}", "--raw", str(raw), "--published",
+    out = subprocess.run([PY, "-m", "studies.fusespeed.report", "--config", "{}", "--raw", str(raw), "--published",
                           str(PUBLISHED), "--table", str(tmp_path / "speed.csv"), "--report",
                           str(tmp_path / "report.md"), "--issue13", str(tmp_path / "issue13.csv"),
                           "--issue22", str(tmp_path / "issue22.csv")],
@@ -256,17 +255,17 @@ def test_issue22_without_a_ceiling_says_so_and_the_ceiling_counters_show():
     assert b["READ requests at the server"] == 256 and b["mean request KiB"] == pytest.approx(1024.0)
 
 
-MEASURED = sorted((REPO / "workflow" / "studies" / "mpifuse" / "measured").glob("speed-*.json"))
+MEASURED = sorted(FIXTURES.glob("speed-*.json"))
 
 
 @pytest.mark.parametrize("raw", MEASURED, ids=[p.stem for p in MEASURED])
 def test_measured_runs_are_fixtures_their_reports_regenerate(raw, tmp_path, monkeypatch):
-    """The committed speed runs (measured/: real raw files of this machine, quoted by the READMEs) are
+    """The committed speed runs (tests/fixtures/: real raw files of this machine, quoted by the READMEs) are
     fixtures: the report and issue 22's table committed beside each are exactly what the speed report
     writes from the raw file today (a change to the report's numbers or wording shows here, and the
     committed files are regenerated with it)."""
     out = {k: tmp_path / f"{k}.out" for k in ("table", "report", "issue13", "issue22")}
-    argv = ["speed_report", "--config", "{}", "--raw", str(raw), "--published", str(PUBLISHED)]
+    argv = ["report", "--config", "{}", "--raw", str(raw), "--published", str(PUBLISHED)]
     monkeypatch.setattr("sys.argv", argv + [a for k, p in out.items() for a in (f"--{k}", str(p))])
     assert sr.main() == 0
     stem = raw.with_suffix("")
