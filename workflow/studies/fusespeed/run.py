@@ -38,6 +38,7 @@ import os
 import re
 import resource
 import shutil
+import socket
 import sys
 import time
 import uuid
@@ -240,6 +241,10 @@ class Job:
         else:
             os.makedirs(self.mnt, exist_ok=True)
         mb.idle_barrier(world)
+        # where each rank ran (the Slurm node, else this host), as mpifuse's runs record it: the raw file
+        # names its job and nodes, so a rehearsal can tell which job wrote it and where its ranks were
+        self.ranks = world.allgather({"rank": rank, "node": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
+                                      "pid": os.getpid()})
         self.comms = {k: world.Split(1 if 1 <= rank <= k else MPI.UNDEFINED, rank)
                       for k in sorted(set(sp["nodes"]) | {1})}
         self.plan = plan = variant_plan(sp, layout.fs_options(cfg, "passthrough"))
@@ -544,7 +549,8 @@ class Job:
                             "variants": [v for v, _, _ in self.plan], "orders": self.orders,
                             "idle_s": sp["idle_s"], "failures": self.failures, "fs_stats": self.fs_stats,
                             "idle_stats": self.idle_stats, "kernel": os.uname().release, "cpus": os.cpu_count(),
-                            "note": NOTE}
+                            "note": NOTE, "ranks": self.ranks,
+                            "slurm_job_id": os.environ.get("SLURM_JOB_ID", "")}
             rawio.write_json_atomic(self.a.out, rawio.finish(rec))
             shutil.rmtree(os.path.join(src["write"], self.sub), ignore_errors=True)
             self.say(f"wrote {self.a.out}")

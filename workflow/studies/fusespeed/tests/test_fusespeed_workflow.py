@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 
 import pytest
 import yaml
@@ -73,6 +74,9 @@ def test_snakemake_fusespeed_on_this_host(snake, workspace, tmp_path):
           if m["metric"] == "hash_ok" and m["value"] == 1}
     assert ok == {("native", "sha256sum"), ("passthrough", "sha256sum"), ("osr-refined-map", "sha256sum")}
     assert rec["extra"]["study_fs_options"] == {"kernel_cache": False, "max_read": "1MiB", "threads": False}
+    # where it ran (what a rehearsal matches to the Slurm job): every rank, on this host, no Slurm job
+    assert [r["rank"] for r in rec["extra"]["ranks"]] == [0, 1] and rec["extra"]["slurm_job_id"] == ""
+    assert {r["node"] for r in rec["extra"]["ranks"]} == {socket.gethostname()}
     assert "## Issue 22" in (res / "report.md").read_text()
     claims = (res / "claims.csv").read_text()
     assert "issue22_osr-refined-map_sha256sum" in claims
