@@ -44,11 +44,13 @@ def test_report_collects_claims_and_marks_missing_studies(snake, workspace):
     assert re.findall(r'<img alt="[^"]*" src="(figures/[^"]+)"', both) == ["figures/tco/figure2.png",
                                                                            "figures/cloudcost/figure7.png"]
     for fig in ("tco/figure2.png", "cloudcost/figure7.png"):
-        assert (workspace / "paper/figures" / fig).read_bytes() == (workspace / "results" / fig.replace("/", "/figures/")).read_bytes()
+        result = workspace / "results" / fig.replace("/", "/figures/")
+        assert (workspace / "paper/figures" / fig).read_bytes() == result.read_bytes()
     assert "measured in this run" in front and "not run" in front
     check = json.loads((workspace / "paper/render-check.json").read_text())
     assert check["ok"] and sum(p["images"] for p in check["pages"]) == 2
-    assert {p["page"] for p in check["pages"]} == {"index.html"} | {f"{s}.html" for s in rc.study_names() if s != "smoke"}
+    pages = {"index.html"} | {f"{s}.html" for s in rc.study_names() if s != "smoke"}
+    assert {p["page"] for p in check["pages"]} == pages
     assert all((workspace / "paper/screenshots" / p["page"].replace(".html", ".png")).exists() for p in check["pages"])
     assert (workspace / "paper/report.pdf").stat().st_size > 10_000
 

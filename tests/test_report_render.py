@@ -70,7 +70,8 @@ def _sound_report(folder: Path) -> None:
     wide = pd.DataFrame({"k": ["x"], **{f"column_{i}": [i * 1.5] for i in range(30)}})
     _page(folder, "index.html", '<a href="s1.html">s1</a> <a href="s2.html">s2</a>')
     _page(folder, "s1.html", '<figure><img src="figures/s1/fig.png" alt="f"></figure>' + report.table_html(wide, None))
-    _page(folder, "s2.html", "<p>" + "a-long-unbroken-token" * 40 + "</p>" + report.table_html(wide.T.reset_index(), None))
+    _page(folder, "s2.html",
+          "<p>" + "a-long-unbroken-token" * 40 + "</p>" + report.table_html(wide.T.reset_index(), None))
 
 
 @needs_browser

@@ -2,7 +2,7 @@
 mounted, is a process alive, how much CPU it used, can the kernel pass reads through (FUSE
 passthrough, Linux >= 6.9); and the one way to unmount a server (unmount). Standard library only:
 bench.py runs it as a plain script, the tests and the mpifuse speed benchmark
-(workflow/studies/mpifuse/kpt.py) import it."""
+(workflow/studies/fusespeed/kpt.py) import it."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ SCRIPT = REPO / "workflow" / "scripts" / "slurm" / "multihost-cluster.sh"
 MH_DIR = Path(os.environ.get("REPRO_MH_DIR", "/var/tmp/repro-slurm-mh"))
 WORK = Path(os.environ.get("REPRO_REHEARSAL_DIR", "/var/tmp/repro-rehearsal"))
 LOCK = Path("/var/tmp/repro-slurm-mh.lock")
-STUDIES = ["smoke", "mpifuse", "memfs", "storage", "inference", "serverless", "tco", "cloudcost"]
+STUDIES = ["smoke", "mpifuse", "fusespeed", "memfs", "storage", "inference", "serverless", "tco", "cloudcost"]
 NOT_REHEARSED = {
     "serverless": "the Kubernetes platforms (OpenFaaS, Nuclio) cannot run here: the stand-in platforms "
                   "run on the system nodes through the same cluster path (mode: standin)",

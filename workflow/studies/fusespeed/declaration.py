@@ -42,4 +42,9 @@ STUDY = Study(
         "analysis_local": "< 1 min",
         "run_cluster": "one job of max(nodes)+1 = 5 nodes: 1 GB, 5 repeats, 8 variants, minutes",
     },
+    readme={
+        "local": "≈5 min (one job: 256 MB, n = 1, 2, 4, 5 repeats, 8 variants; estimated, the measured runs in "
+        "its tests/fixtures took 110–197 s at n = 1)",
+        "cluster": "one job of 5 nodes (1 GB, 5 repeats, 8 variants): minutes",
+    },
 )

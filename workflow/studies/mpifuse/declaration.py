@@ -48,8 +48,8 @@ STUDY = Study(
         "1 GB runs dominate), less where small-n jobs run side by side",
     },
     readme={
-        "local": "≈19–21 min (72 runs of 8 use cases + the speed benchmark; the 7-use-case reference run measured "
-        "14.2 min)",
+        "local": "≈15–16 min (72 runs of 8 use cases; the 7-use-case reference run measured 14.2 min with the "
+        "speed benchmark, now the fusespeed study)",
         "cluster": "480 jobs (6 node counts × 4 sizes × 2 sources × 10 repeats), each job running all eight use "
         "cases: 3,840 runs",
     },
