@@ -279,8 +279,9 @@ rule big:
     input: "small.txt"
     output: "big.txt"
     resources: nodes=4, tasks=4, mpi="srun", runtime=5
-    shell: "touch started-big; {resources.mpi} --nodes=4 --ntasks=4 sleep 40; hostname > {output}"
+    shell: "touch started-big; {resources.mpi} --nodes=4 --ntasks=4 sleep $(cat big-seconds); hostname > {output}"
 ''')
+    (shared / "big-seconds").write_text("40\n")  # long enough to kill a node under it; the re-run need not wait
     env = dict(c.env, PATH=f"{REPO}/.venv/bin:" + c.env["PATH"])
     cmd = ["timeout", "-k", "10", "400", "snakemake", "-s", "Snakefile", "--profile", str(REPO / "profiles" / "slurm"),
            "--jobs", "2", "--latency-wait", "5"]
@@ -305,6 +306,7 @@ rule big:
     r = c.run("script", "up", "4", timeout=180)
     assert "restarting it" in r.stdout and "node3" in r.stdout
     (shared / "started-big").unlink()
+    (shared / "big-seconds").write_text("1\n")
     r = subprocess.run(cmd, cwd=shared, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     stats = r.stdout + r.stderr
