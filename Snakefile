@@ -55,21 +55,12 @@ for _study in STUDY_NAMES:
 
 # `<study>` (the whole study) for every study that does not write its own: its declared claims,
 # tidy table(s), figures and tables (register_study)
-def _declared_outputs(entry):
-    return (
-        as_list(entry.get("claims"))
-        + as_list(entry.get("measurements"))
-        + [f["path"] for f in entry.get("figures", [])]
-        + [t["path"] for t in entry.get("tables", [])]
-    )
-
-
+_DEFINED = {r.name for r in workflow.rules}
 for _study, _entry in STUDY_REPORT.items():
-    if _study not in {r.name for r in workflow.rules}:
+    if _study not in _DEFINED:
 
         rule:
             name:
                 _study
             input:
-                _declared_outputs(_entry),
-
+                declared_outputs(_entry),

@@ -301,14 +301,23 @@ def as_list(x):
     return [] if not x else ([x] if isinstance(x, str) else list(x))
 
 
+def declared_outputs(entry):
+    """A registered study's outputs: its claims, tidy table(s), figures and tables (the report's
+    inputs, and the derived `<study>` target)."""
+    return (
+        as_list(entry.get("claims"))
+        + as_list(entry.get("measurements"))
+        + [f["path"] for f in entry.get("figures", [])]
+        + [t["path"] for t in entry.get("tables", [])]
+    )
+
+
 def report_inputs(wildcards):
     files = []
     for st in STUDY_REPORT.values():
         if not st["enabled"] or not st.get("claims"):
             continue
-        files += as_list(st["claims"]) + as_list(st.get("measurements"))
-        files += [f["path"] for f in st.get("figures", [])]
-        files += [t["path"] for t in st.get("tables", [])]
+        files += declared_outputs(st)
         # benchmark files only feed the measured times; a report built from what exists
         # (allow_incomplete) must not wait for, or re-run, a job that failed
         files += [b for b in st.get("benchmarks", []) if not ALLOW_INCOMPLETE or os.path.exists(b)]
