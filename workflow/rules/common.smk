@@ -209,16 +209,6 @@ def register_study(study, *, images=(), kick=(), report=True, **entry):
     return entry
 
 
-def figure_entries(study, captions):
-    """register_study's figures from {script: caption}: results/<study>/figures/<script>.png."""
-    return [{"path": f"results/{study}/figures/{n}.png", "caption": c} for n, c in captions.items()]
-
-
-def table_entries(study, captions):
-    """register_study's tables from {script: caption}: results/<study>/tables/<script>.csv."""
-    return [{"path": f"results/{study}/tables/{n}.csv", "caption": c} for n, c in captions.items()]
-
-
 def study_module(study, script):
     """`python3 -m studies.<study>.<script>` with the project's Python path."""
     return f"python3 -m studies.{study}.{script}"
