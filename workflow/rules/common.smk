@@ -57,9 +57,14 @@ def enabled(study):
     return bool(config.get(study, {}).get("enabled", False))
 
 
+# the scale the claims are judged at (repro.claims.tol): local | rehearsal | cluster
+JUDGING_SCALE = config.get("judging_scale") or {"local": "local"}.get(SCALE, "cluster")
+
+
 def study_json(study):
-    """A study's config section as a shell-quoted JSON argument (analysis rules: all of it)."""
-    return shlex.quote(json.dumps(config[study], sort_keys=True))
+    """A study's config section as a shell-quoted JSON argument (analysis rules: all of it, plus
+    `judging_scale`, the scale its tolerances are read at)."""
+    return shlex.quote(json.dumps({**config[study], "judging_scale": JUDGING_SCALE}, sort_keys=True))
 
 
 _RUN_JSON = {}

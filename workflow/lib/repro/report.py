@@ -402,6 +402,17 @@ def claims_for(claims: pd.DataFrame, paths: list[str]) -> pd.DataFrame:
 CLAIM_COLS = ["claim", "paper_ref", "published", "reproduced", "unit", "tolerance", "verdict", "system_kind", "note"]
 
 
+def claim_view(claims: pd.DataFrame, extra: tuple = ()) -> pd.DataFrame:
+    """The claims as a page shows them: CLAIM_COLS (+ extra), the tolerance cell beside the verdict
+    with the scale it was judged at and its reason (claims.csv's scale, tolerance_why; issue 28)."""
+    view = claims[CLAIM_COLS + list(extra)].copy()
+    scale = claims["scale"].astype(str) if "scale" in claims else pd.Series("", index=claims.index)
+    why = claims["tolerance_why"].astype(str) if "tolerance_why" in claims else pd.Series("", index=claims.index)
+    view["tolerance"] = [t + (f" ({s}: {w})" if w.strip() else "")
+                         for t, s, w in zip(view["tolerance"].astype(str), scale, why)]
+    return view
+
+
 def study_page(ctx: Context, s: Study, studies: list[Study]) -> list[str]:
     st = s.st
     body = [f'<h1 id="{esc(s.name)}">{esc(s.title)}</h1>', nav(studies, s.name),
@@ -440,7 +451,7 @@ def study_page(ctx: Context, s: Study, studies: list[Study]) -> list[str]:
                     + f" · from the raw measurements in <code>{esc(raw)}</code> · regenerate: "
                     f"<code>{esc(ctx.command(path))}</code></p>")
         if not mine.empty:
-            body += ["<h3>Claims drawn from this figure</h3>", table_html(mine[CLAIM_COLS])]
+            body += ["<h3>Claims drawn from this figure</h3>", table_html(claim_view(mine))]
     for tab in st.get("tables", []):
         path = tab["path"]
         body.append(f"<h2>{esc(tab['caption'])}</h2>")
@@ -459,10 +470,10 @@ def study_page(ctx: Context, s: Study, studies: list[Study]) -> list[str]:
         mine = claims_for(s.claims, [path]).drop(index=list(shown), errors="ignore")
         shown |= set(mine.index)
         if not mine.empty:
-            body += ["<h3>Claims drawn from this table</h3>", table_html(mine[CLAIM_COLS])]
+            body += ["<h3>Claims drawn from this table</h3>", table_html(claim_view(mine))]
     rest = s.claims.drop(index=list(shown))
     body.append('<h2 id="claims">' + ("Other claims" if shown else "Claims") + "</h2>")
-    body.append(table_html(rest[CLAIM_COLS + ["output"]]) if not rest.empty else "<p>(all shown above)</p>")
+    body.append(table_html(claim_view(rest, ("output",))) if not rest.empty else "<p>(all shown above)</p>")
     body.append(f'<p class="muted">every claim of this study at full precision: '
                 f"<code>{esc(', '.join(as_list(st.get('claims'))))}</code></p>")
     return body
