@@ -94,6 +94,15 @@ def _clip(text: str) -> str:
     return text if len(text) <= OUT_LIMIT else "[... clipped ...]\n" + text[-OUT_LIMIT:]
 
 
+def _where() -> dict:
+    """This node's host name and load when a command ended (repro.procs.failure_message says them)."""
+    try:
+        la = round(os.getloadavg()[0], 2)
+    except OSError:
+        la = None
+    return {"host": socket.gethostname(), "load": {"loadavg_1m": la, "ncpu": os.cpu_count() or 1}}
+
+
 class Agent:
     def __init__(self, args):
         self.a = args
@@ -316,14 +325,15 @@ class Agent:
             except ProcessLookupError:
                 pass
             out, err = proc.communicate()
-            rc, err = 124, (err or b"") + f"\ntimeout after {timeout} s".encode()
+            rc, err = 124, (err or b"") + f"\ntimeout after {timeout} s (killed)".encode()
         finally:
             with self._lock:
                 self._running.discard(proc)
         t1 = time.perf_counter()
         return {"rc": rc, "stdout": _clip(out.decode(errors="replace")),
                 "stderr": _clip(err.decode(errors="replace")),
-                "t_start": t0w, "t_end": t0w + (t1 - t0), "elapsed": t1 - t0, "node": self.index}
+                "t_start": t0w, "t_end": t0w + (t1 - t0), "elapsed": t1 - t0, "node": self.index,
+                "timed_out": rc == 124 and err.endswith(b"s (killed)"), **_where()}
 
     def rpc_start(self, cmd, cwd=None, env=None, shell=False, name=None):
         argv = cmd if shell else list(cmd)
@@ -350,7 +360,7 @@ class Agent:
         return {"rc": proc.returncode, "stdout": _clip((self.workdir / f"{hid}.out").read_text(errors="replace")),
                 "stderr": _clip((self.workdir / f"{hid}.err").read_text(errors="replace")),
                 "t_start": b["t_start"], "t_end": b["t_start"] + (t1 - b["t0"]),
-                "elapsed": t1 - b["t0"], "node": self.index}
+                "elapsed": t1 - b["t0"], "node": self.index, **_where()}
 
     def rpc_wait(self, handle, timeout=None):
         proc = self.bg[handle]["proc"]

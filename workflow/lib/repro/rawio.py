@@ -9,6 +9,8 @@ Schema ``repro.raw/1``::
       "rep": 0,
       "status": "ok" | "failed",
       "failure": null | "why it failed (sanity check, crash, timeout)",
+      "failure_kind": "crash" | "timeout" | "overload" | "lost_node" | "error",  (failed records only)
+      "failure_load": {"loadavg_1m": 3.2, "ncpu": 2},                            (failed records only)
       "system_kind": "real" | "model" | "stand-in:<what>",
       "metrics": [{"metric": "time", "value": 1.25, "unit": "s", "labels": {"node": 1}}],
       "sanity": {"hash_match": true},
@@ -23,6 +25,10 @@ final name.  A run whose sanity check failed is kept as a *failure record*
 (``status: failed``) under ``results/<study>/failed/`` and the job exits
 non-zero, so Snakemake reports it loudly and re-runs it on resume, while the
 aggregation still shows the configuration as failed instead of dropping it.
+
+A failure record says what kind of failure it was (``failure_kind``, see ``classify``) and the load
+the host measured when it was written (``failure_load``), so that the machine's failures (a lost
+node, an operation that timed out on an overloaded host) are told apart from the code's (a crash).
 """
 
 from __future__ import annotations
@@ -30,10 +36,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import signal
 import tempfile
 from pathlib import Path
 
-from . import provenance
+from . import procs, provenance
 
 SCHEMA = "repro.raw/1"
 STATUSES = ("ok", "failed")
@@ -157,11 +165,91 @@ def failure_path(raw_path: str | os.PathLike) -> Path:
     return Path(*parts)
 
 
-def write_failure(raw_path: str | os.PathLike, rec: dict, why: str) -> Path:
-    """Keep a failed run's record beside the results, never under the raw name."""
+FAILURE_KINDS = ("crash", "timeout", "overload", "lost_node", "error")
+OVERLOAD_PER_CPU = procs.OVERLOAD_PER_CPU  # load per CPU above which a timeout is an overload
+
+# a node or rank disappeared: the launcher lost a rank, srun reported a node failure, a peer went away
+_LOST = re.compile(r"node fail|NODE_FAIL|lost (?:a |the )?(?:rank|node|connection|communication)|"
+                   r"unreachable|no route to host|host is down|connection reset by peer|"
+                   r"has lost communication|remote daemon|orted.*(?:died|lost)|prted.*(?:died|lost)|"
+                   r"task launch .* failed on node|node .* (?:is )?(?:down|gone|not responding)", re.I)
+# a process died on a signal that says it crashed (not one sent to stop it)
+_CRASH_SIG = re.compile(r"killed by SIG(?:SEGV|BUS|ABRT|ILL|FPE|SYS|TRAP)|segmentation fault|"
+                        r"caught signal|core dumped|bus error|Aborted \(core|signal 11\b", re.I)
+# an operation or job ran past its limit
+_TIMEOUT = re.compile(r"timed? ?out|timeout|TimeoutExpired|TimeoutError|time limit|deadline|"
+                      r"did not (?:start|come up|answer|finish|mount).{0,40}\bin \d", re.I)
+# a tool that ended badly (any other signal, a non-zero exit) or operations that failed
+_EXITED = re.compile(r"\bexited (?:with )?(?:status |code )?-?[1-9]\d*|killed by SIG\w+|\bexit (?:status|code) "
+                     r"-?[1-9]|returncode -?[1-9]|\brc[ =]-?[1-9]", re.I)
+_FAILED_OPS = re.compile(r"\d+ (?:of \d+ )?(?:failed )?operations? failed|failed operations|"
+                         r"failed requests|requests? failed", re.I)
+
+
+def per_cpu(load: dict | None) -> float | None:
+    if not load or load.get("loadavg_1m") is None:
+        return None
+    return float(load["loadavg_1m"]) / max(1, int(load.get("ncpu") or 1))
+
+
+def classify(why: str, rc: int | None = None, load: dict | None = None) -> str:
+    """The kind of a failure from its message, the process's returncode (if known) and the load
+    per CPU measured at the failure (``{"loadavg_1m", "ncpu"}``), in this order:
+
+    1. ``lost_node``: a node or rank disappeared (srun's node failure, a launcher that lost a rank,
+       a peer unreachable or its connection reset);
+    2. ``crash``: a process died on a crash signal (SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE;
+       ``returncode`` -11 etc., ``Segmentation fault``, ``Caught signal``) -- under any load;
+    3. ``timeout`` / ``overload``: an operation or job ran past its limit (``timed out``,
+       ``timeout``, rc 124); ``overload`` when the load per CPU was above ``OVERLOAD_PER_CPU``;
+    4. failed operations of a benchmark (``N of M operations failed``) under a load per CPU above
+       the threshold: ``overload``;
+    5. ``crash``: any other signal or a tool that exited non-zero (``exited 1``, a negative rc);
+    6. ``error``: anything else (bad input, a sanity check such as wrong bytes).
+    """
+    why = why or ""
+    high = (per_cpu(load) or 0.0) > OVERLOAD_PER_CPU
+    if _LOST.search(why):
+        return "lost_node"
+    crash_sigs = {-s for s in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL, signal.SIGFPE)}
+    if _CRASH_SIG.search(why) or (rc is not None and (rc in crash_sigs or rc - 128 in {-x for x in crash_sigs})):
+        return "crash"
+    if _TIMEOUT.search(why) or rc == 124:
+        return "overload" if high else "timeout"
+    if high and _FAILED_OPS.search(why):
+        return "overload"
+    if _EXITED.search(why) or (rc is not None and rc != 0):
+        return "crash"
+    return "error"
+
+
+def write_failure(raw_path: str | os.PathLike, rec: dict, why: str, kind: str | None = None, *,
+                  rc: int | None = None, load: dict | None = None) -> Path:
+    """Keep a failed run's record beside the results, never under the raw name.
+
+    ``kind``: one of FAILURE_KINDS where the caller knows it, else ``classify(why, rc, load)``.
+    ``load``: ``{"loadavg_1m", "ncpu"}`` measured at the failure (default: now), kept as
+    ``failure_load``. An ``overload`` says so in the message, with the load and the threshold; a
+    ``timeout`` says the load too. A ``timeout`` the caller named is still told as ``overload`` when
+    the load per CPU was above the threshold. An empty ``why`` is never written (it says so)."""
+    load = load or procs.load_now()
+    why = (why or "").strip() or "failed without a message (the caller gave none)"
+    if kind is None:
+        kind = classify(why, rc, load)
+    elif kind not in FAILURE_KINDS:
+        raise ValueError(f"failure kind {kind!r} not in {FAILURE_KINDS}")
+    elif kind == "timeout" and (per_cpu(load) or 0.0) > OVERLOAD_PER_CPU:
+        kind = "overload"
+    if kind == "overload":  # says so, with the load it measured and the threshold
+        why += (f" [overload: {procs.load_text(load)} at the failure, above the threshold of "
+                f"{OVERLOAD_PER_CPU:g} per CPU]")
+    elif kind == "timeout" and "load " not in why:  # a timeout always says the load it ran under
+        why += f" [{procs.load_text(load)} at the failure]"
     rec = dict(rec)
     rec["status"] = "failed"
     rec["failure"] = why
+    rec["failure_kind"] = kind
+    rec["failure_load"] = {"loadavg_1m": load.get("loadavg_1m"), "ncpu": load.get("ncpu")}
     rec["finished_at"] = provenance.now_iso()
     validate(rec)
     return write_json_atomic(failure_path(raw_path), rec)

@@ -36,6 +36,11 @@ What the entry point gives every experiment:
   takes several paths (Snakemake's ``{output}``), the experiment returns ``{path: record}``
   (``ctx.outs``), and every path it gave no record for gets a failure record saying so (exit 1);
   ``RunFailed(why, records={path: record})`` records each path's own record.
+- the failure's kind (``failure_kind`` in the record, ``repro.rawio.classify``): ``RunFailed(why,
+  kind=...)`` where the experiment knows it (else classified from the message); an uncaught
+  ``TimeoutError`` / ``subprocess.TimeoutExpired`` is a ``timeout`` (``overload`` under load), any
+  other uncaught exception a ``crash`` unless its message names a lost node; SIGTERM/SIGINT from
+  outside (Slurm's time limit, a cancel) an ``error`` that says which signal.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -55,11 +61,14 @@ from repro import cli, rawio
 class RunFailed(Exception):
     """The run measured something wrong (a failed check, a dead server): record it as failed."""
 
-    def __init__(self, why: str, record: dict | None = None, records: dict | None = None):
+    def __init__(self, why: str, record: dict | None = None, records: dict | None = None,
+                 kind: str | None = None, rc: int | None = None):
         super().__init__(why)
         self.why = why
         self.record = record
         self.records = records
+        self.kind = kind  # one of repro.rawio.FAILURE_KINDS, or None: classified from why (and rc)
+        self.rc = rc      # the returncode of the process that failed, where there was one
 
 
 class Terminated(Exception):
@@ -159,12 +168,18 @@ class Experiments:
         try:
             rec = self._fns[ctx.experiment](ctx)
         except RunFailed as exc:
-            return self._failed(ctx, exc.record or ctx._record, exc.why, records=exc.records)
+            return self._failed(ctx, exc.record or ctx._record, exc.why, records=exc.records, kind=exc.kind,
+                                proc_rc=exc.rc)
         except Terminated as exc:
-            return self._failed(ctx, ctx._record, str(exc), rc=143)
+            return self._failed(ctx, ctx._record, str(exc), rc=143, kind="error")
+        except (TimeoutError, subprocess.TimeoutExpired) as exc:
+            traceback.print_exc()
+            return self._failed(ctx, ctx._record, f"{type(exc).__name__}: {exc}", kind="timeout")
         except Exception as exc:  # any crash of the experiment is a recorded failure, never a result
             traceback.print_exc()
-            return self._failed(ctx, ctx._record, f"{type(exc).__name__}: {exc}")
+            why = f"{type(exc).__name__}: {exc}"
+            kind = rawio.classify(why)
+            return self._failed(ctx, ctx._record, why, kind=kind if kind != "error" else "crash")
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
@@ -189,11 +204,12 @@ class Experiments:
         return 0
 
     def _failed(self, ctx: Context, rec: dict | None, why: str, rc: int = 1, records: dict | None = None,
-                outs: list[str] | None = None) -> int:
+                outs: list[str] | None = None, kind: str | None = None, proc_rc: int | None = None) -> int:
         if rec is None:  # it failed before it made its record
             rec = rawio.new_record(self.study, ctx.experiment, ctx.params, ctx.rep, ctx.system_kind, {})
+        why = (why or "").strip() or f"{ctx.experiment} failed without saying why"
         for path in outs or ctx.outs:
-            written = rawio.write_failure(path, (records or {}).get(path, rec), why)
+            written = rawio.write_failure(path, (records or {}).get(path, rec), why, kind, rc=proc_rc)
         ctx.progress(f"FAILED: {why} (record: {written}{' ...' if len(outs or ctx.outs) > 1 else ''})")
         print(f"{self.study} {ctx.experiment}: FAILED: {why}", file=sys.stderr, flush=True)
         return rc

@@ -48,7 +48,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 if str(REPO) not in sys.path:  # run with any python3 from the repository root
     sys.path.insert(0, str(REPO))
+if str(REPO / "workflow" / "lib") not in sys.path:  # repro.procs: the standard library only
+    sys.path.insert(0, str(REPO / "workflow" / "lib"))
 
+from repro import procs  # noqa: E402
 from tools.common import free_port  # noqa: E402
 from tools.fuseceiling import ceiling as fc  # noqa: E402
 
@@ -126,7 +129,8 @@ class Services:
                    "-m", str(mem_mb), "-I", "2m", "-M", "-t", "2", "-c", "4096"]
             if os.geteuid() == 0:
                 cmd += ["-u", "root"]
-            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            log = tempfile.TemporaryFile()  # its stderr, for the failure message
+            p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
             self.procs.append(p)
             for _ in range(500):
                 try:
@@ -134,10 +138,14 @@ class Services:
                     break
                 except OSError:
                     if p.poll() is not None:
-                        raise RuntimeError(f"memcached exited {p.returncode}") from None
+                        log.seek(0)
+                        raise RuntimeError(procs.failure_message(
+                            "memcached", {"rc": p.returncode, "stderr": log.read()}, what="at start")) from None
                     time.sleep(0.02)
             else:
-                raise RuntimeError("memcached did not start")
+                log.seek(0)
+                raise RuntimeError(f"memcached did not start in 10 s on 127.0.0.1:{port} ({procs.load_text()}): "
+                                   + procs.output_tail("", log.read()))
             self.servers.append(f"127.0.0.1:{port}")
 
     def __enter__(self):
@@ -170,10 +178,13 @@ class MemfsMount:
             if is_mounted(self.path):
                 return self
             if self.proc.poll() is not None:
-                raise RuntimeError(f"memfs exited {self.proc.returncode}: {self.output()}")
+                raise RuntimeError(procs.failure_message("memfs", {"rc": self.proc.returncode,
+                                                                   "stderr": self.output()}, what="at mount"))
             time.sleep(0.02)
+        out = self.output()
         self.__exit__()
-        raise RuntimeError("memfs did not mount")
+        raise RuntimeError(f"memfs did not mount {self.path} in 20 s ({procs.load_text()}): "
+                           + procs.output_tail("", out))
 
     def output(self) -> str:
         self.log.seek(0)
@@ -261,7 +272,8 @@ def mcbench(binaries, servers, op, threads, vsize, nbytes, prefix, server_pids=(
     lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
     rec = next((x for x in lines if x.get("op") == op), None)
     if r.returncode or rec is None or rec["errors"] or rec["bytes"] < ops * vsize:
-        raise RuntimeError(f"mcbench {op}: rc={r.returncode} {r.stdout[-500:]} {r.stderr[-500:]}")
+        raise RuntimeError(procs.failure_message(f"mcbench {op}", r, tail=1200)
+                           + (f"; moved {rec['bytes']} of {ops * vsize} B, {rec['errors']} errors" if rec else ""))
     # the `get` run first stores its keys (untimed); only the timed op counts
     return {"mib_s": rec["bytes_per_s"] / MiB, "seconds": rec["seconds"], "bytes": rec["bytes"],
             "value_size": vsize, "threads": threads, "command": cmd, "loadavg": load,

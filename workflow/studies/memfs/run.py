@@ -71,7 +71,7 @@ import sys
 import time
 from pathlib import Path
 
-from repro import cli, paramspace, provenance, rawio
+from repro import cli, paramspace, procs, provenance, rawio
 from studies.memfs.layout import system_kind
 from systems.mtc import launch
 from tools.common import ParseError
@@ -215,11 +215,13 @@ class Iozone:
         runs = []
         for text, rc in zip(texts, rcs):
             if rc != 0:
-                raise SanityError(f"node {node.index}: iozone {test} exited {rc}: {text[-800:]} {res['stderr'][-800:]}")
+                raise SanityError(procs.failure_message(f"iozone {test}", {**res, "rc": rc, "stdout": text},
+                                                        node=node.index))
             runs.append(iozone.parse_iozone(text))
         if len(runs) != len(batches):
-            raise SanityError(f"node {node.index}: {len(runs)} iozone outputs for {len(batches)} batches "
-                              f"(rc {res['rc']}): {res['stdout'][-600:]} {res['stderr'][-800:]}")
+            raise SanityError(f"{len(runs)} iozone outputs for {len(batches)} batches: "
+                              + procs.failure_message(f"iozone {test}", res, node=node.index,
+                                                      timeout=self.timeout))
         return {"streams": [runs], "texts": texts, "elapsed": res["elapsed"]}
 
 
@@ -265,7 +267,7 @@ def mkdirs(c, rels: list[str]) -> None:
     for rel in rels:
         r = nd.run(["mkdir", "-p", nd.path(rel)])
         if r["rc"] != 0:
-            raise SanityError(f"mkdir {rel}: {r['stderr']}")
+            raise SanityError(procs.failure_message(f"mkdir {rel}", r, node=nd.index))
 
 
 def phase(c, io, test, plan, record_bytes, extra_s=None, extra_in_tput=False):
@@ -366,12 +368,13 @@ def side_by_side_limit(c, args, cfg, size: int, nfiles: int, procs: int, timeout
         per = []
         for o in outs:
             if o["rc"] != 0:
-                raise SanityError(f"node {o['node']}: side-by-side mcbench exited {o['rc']}: {o['stderr'][-800:]}")
+                raise SanityError(procs.failure_message("side-by-side mcbench", o, timeout=timeout, tail=1500))
             p = parse_mcbench(o["stdout"])
             for op in ("set", "get"):
                 if op not in p or p[op]["errors"] or p[op]["bytes"] < ops * vsize:
                     raise SanityError(f"node {o['node']}: side-by-side mcbench {op} moved {p.get(op, {}).get('bytes')}"
-                                      f" of {ops * vsize} B ({p.get(op, {}).get('errors')} errors)")
+                                      f" of {ops * vsize} B ({p.get(op, {}).get('errors')} errors); its stderr: "
+                                      + procs.output_tail("", o.get("stderr"), 1200))
             per.append({"node": o["node"], **p})
         runs.append({"threads": threads, "command": cmd, "per_node": per,
                      "set_bw": sum(p["set"]["bytes_per_s"] for p in per) / MB,
@@ -604,7 +607,7 @@ def run_metadata(args, cfg, rec) -> None:
                              "elapsed_s": elapsed, "ranks": args.nodes * k})
         rec["sanity"]["rc"] = r.returncode
         if r.returncode != 0:
-            raise SanityError(f"{kind} exited {r.returncode}: {r.stderr[-1500:]}")
+            raise SanityError(procs.failure_message(kind, r, tail=1500))
         res = parse_mdtest(r.stdout)
         rec["sanity"]["tasks_match"] = res["tasks"] == args.nodes * k
         if not rec["sanity"]["tasks_match"]:
@@ -632,7 +635,7 @@ def run_limit(args, cfg, rec) -> None:
         per = []
         for o in outs:
             if o["rc"] != 0:
-                raise SanityError(f"node {o['node']}: mcbench exited {o['rc']}: {o['stderr'][-800:]}")
+                raise SanityError(procs.failure_message("mcbench", o, timeout=lim["seconds"] * 4 + 60, tail=1500))
             per.append(parse_mcbench(o["stdout"]))
         errors = sum(p[op]["errors"] for p in per for op in p)
         rec["sanity"]["mcbench_errors"] = errors
@@ -710,7 +713,12 @@ def main(argv=None) -> int:
     except (SanityError, ParseError, launch.LaunchError, launch.RemoteError, subprocess.TimeoutExpired,
             OSError) as exc:  # OSError: TimeoutError, a file the FS could not find, a lost connection
         rec["metrics"] = []
-        rawio.write_failure(args.out, rec, f"{type(exc).__name__}: {exc}"[:4000])
+        # the kind where the exception says it (a timeout; an agent that stopped answering: its node
+        # is gone); otherwise repro.rawio.classify reads the message (crash, overload, error)
+        kind = ("timeout" if isinstance(exc, (subprocess.TimeoutExpired, TimeoutError)) else
+                "lost_node" if isinstance(exc, ConnectionError) else None)
+        why = f"{type(exc).__name__}: {exc}".strip()
+        rawio.write_failure(args.out, rec, (why if len(why) <= 4000 else why[:1500] + " ... " + why[-2400:]), kind)
         say(f"FAILED: {exc}")
         return 1
     rec["extra"]["elapsed_s"] = time.time() - t0
