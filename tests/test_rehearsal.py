@@ -197,3 +197,72 @@ def test_failed_images_are_named_from_the_image_step_log():
            "    output: containers/sif/triton.sif\nFinished jobid: 3 (Rule: build_container)\n")
     assert rh.failed_images(log) == ["ceph-mdtest.sif", "triton.sif"]
     assert rh.failed_images("Finished jobid: 1 (Rule: build_container)\n") == []
+
+
+def test_an_image_that_cannot_be_built_falls_back_for_its_side_only():
+    """Issue 27: an unbuildable image no longer sends a whole study to the host's builds. A stack
+    image's benchmark layer falls back as the study declares (storage: COSBench's driver, mdtest in the
+    stack's own image); any other image (Triton) runs its side from the host's build, the rest stay images."""
+    host, overlay, sides = rh.image_fallbacks("storage", {"ceph-cosbench": "github.com unreachable",
+                                                          "juicefs-mdtest": "github.com unreachable"})
+    assert host == [] and overlay == {"storage": {"cosbench": {"tool": "driver"},
+                                                  "mdtest": {"container": "none", "tool": "auto"}}}
+    assert "github.com unreachable" in sides["ceph-cosbench"] and "fallback" in sides["juicefs-mdtest"]
+    host, overlay, sides = rh.image_fallbacks("inference", {"triton": "nvcr.io unreachable"})
+    assert host == ["triton"] and overlay == {} and sides["triton"].startswith("host build (nvcr.io")
+
+
+def test_prepare_images_names_unbuildable_images_before_any_build(tmp_path, monkeypatch):
+    """The plan's images are checked first: the unbuildable ones never reach the build step, whose
+    overlay (containers.host_build, the study's fallback) is in place when it runs; a build that then
+    fails falls back the same way; every image of the plan gets a line saying how its side ran."""
+    import yaml
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "containers").mkdir()
+    for n in ("torchserve", "triton", "locust", "inference-tf"):
+        (tmp_path / "containers" / f"{n}.def").write_text(f"# {n}\n")
+    monkeypatch.setattr(rh, "planned_images", lambda ws, target, timeout=600: ["inference-tf", "locust", "torchserve",
+                                                                                "triton"])
+    probe_says = {"triton": "nvcr.io unreachable: name lookup failed"}
+    from repro import images
+    monkeypatch.setattr(images, "why_not", lambda d, probe_fn=None: probe_says.get(Path(d).stem, ""))
+    seen = {}
+
+    def build(ws, target, timeout):
+        seen["overlay"] = yaml.safe_load((ws / rh.IMAGES_OVERLAY).read_text())
+        seen["configfiles"] = rh.configfiles(ws)
+        log = "Error in rule build_container:\n    output: containers/sif/inference-tf.sif\n"
+        return __import__("subprocess").CompletedProcess([], 1, log, "")
+
+    monkeypatch.setattr(rh, "build_images", build)
+    out = rh.prepare_images(tmp_path, "inference", "inference_kick", 60)
+    assert seen["overlay"] == {"containers": {"host_build": ["triton"]}}  # before the build: triton never built
+    assert rh.IMAGES_OVERLAY in seen["configfiles"]
+    assert out["unbuildable"] == {"triton": "nvcr.io unreachable: name lookup failed"}
+    assert out["failed"] == {"inference-tf": "its build failed (the image step's log)"}
+    assert out["sides"]["torchserve"] == "image" and out["sides"]["locust"] == "image"
+    assert out["sides"]["triton"].startswith("host build (nvcr.io") and "build failed" in out["sides"]["inference-tf"]
+    assert yaml.safe_load((tmp_path / rh.IMAGES_OVERLAY).read_text()) == {
+        "containers": {"host_build": ["inference-tf", "triton"]}}
+    assert out["step_failed_unnamed"] is False
+
+
+def test_failed_jobs_are_told_apart_with_their_evidence():
+    """A lost node, a timeout under load and a crash are three different kinds, each with its evidence;
+    a job a resumed run completed later still shows, with the job that completed it."""
+    done = {("smoke_run", "1"): 25}
+    lost = rh.job_failure(job(JobId="20", JobState="NODE_FAIL", ExitCode="0:0", NodeList="node[0-1]",
+                              Comment="rule_smoke_run_wildcards_1"), [], done)
+    assert lost["kind"] == "lost_node" and lost["completed_later_by"] == "25"
+    assert "NODE_FAIL" in lost["evidence"][0] and "no failure record" in lost["evidence"][1]
+    rec = {"status": "failed", "failure": "mcbench on node1 timed out after 60 s",
+           "failure_load": {"loadavg_1m": 9.0, "ncpu": 2}}
+    over = rh.job_failure(job(JobId="22", JobState="FAILED", ExitCode="1:0"), [("results/x/failed/a.json", rec)], {})
+    assert over["kind"] == "overload" and "timed out" in over["evidence"][1] and over["completed_later_by"] == ""
+    rec = {"status": "failed", "failure": "rank 2 on node2: Caught signal 11 (Segmentation fault)",
+           "failure_kind": "crash"}
+    crash = rh.job_failure(job(JobId="23", JobState="FAILED", ExitCode="1:0"), [("results/x/failed/b.json", rec)], {})
+    assert crash["kind"] == "crash" and "[crash]" in crash["evidence"][1]
+    assert rh.job_failure(job(JobId="24", JobState="TIMEOUT", ExitCode="0:15"), [], {})["kind"] == "timeout"
+    assert len({lost["kind"], over["kind"], crash["kind"]}) == 3

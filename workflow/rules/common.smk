@@ -31,6 +31,12 @@ os.environ.update(
 )
 from repro import config as repro_config
 from repro import paramspace
+from repro import provenance as repro_provenance
+
+# The code every job runs, named once here and handed to the jobs (an image has no git, a copy of
+# the artifact no .git): the raw records' git_sha and git_tree (repro.provenance.source).
+os.environ.setdefault("REPRO_GIT_SHA", repro_provenance.git_sha())
+os.environ.setdefault("REPRO_GIT_TREE", repro_provenance.git_tree())
 from repro import study as repro_study
 
 # ---------------------------------------------------------------------------
@@ -120,7 +126,7 @@ def system_exec(name, gpu=False):
     Python path to the image's own (an image's %environment cannot see the caller's; found by
     the rehearsal: every `python3 -m studies.<study>` in an image failed "No module named studies").
     """
-    if config["containers"]["use_for_benchmarks"]:
+    if in_image(name):
         binds = ",".join(dict.fromkeys([os.getcwd(), workflow.basedir]))
         return (
             f"apptainer exec{' --nv' if gpu else ''} --bind {binds}"
@@ -131,7 +137,17 @@ def system_exec(name, gpu=False):
 
 
 def system_image_input(name):
-    return [sif(name)] if config["containers"]["use_for_benchmarks"] else []
+    return [sif(name)] if in_image(name) else []
+
+
+def in_image(name):
+    """Whether a system's side runs in its image: containers.use_for_benchmarks, unless the image is
+    one of containers.host_build (an image this site cannot build: that side alone runs from the
+    host's build, and its records say so through the job's command)."""
+    return (
+        config["containers"]["use_for_benchmarks"]
+        and name not in config["containers"]["host_build"]
+    )
 
 
 # ---------------------------------------------------------------------------

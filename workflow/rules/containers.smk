@@ -27,8 +27,11 @@ rule build_container:
         mirror=config["containers"]["debian_mirror"],
         cache=config["containers"]["cache_dir"],
     shell:
-        "{input.builder} {input.definition} {output} --bootstrap {params.bootstrap}"
-        " --mirror {params.mirror} --cache {params.cache} > {log} 2>&1"
+        # a definition that fetches from a host this site cannot reach fails at once, naming it
+        # (repro.images), instead of after a long build
+        "python3 -m repro.images check {input.definition} > {log} 2>&1 &&"
+        " {input.builder} {input.definition} {output} --bootstrap {params.bootstrap}"
+        " --mirror {params.mirror} --cache {params.cache} >> {log} 2>&1"
 
 
 rule containers:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import json
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -18,24 +20,87 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
+# A copy of the artifact without .git still names its code (issue 27: the rehearsal's records said
+# git_sha "unknown"):
+# - STAMP, written into a copy when it is made (repro.testing.copy_repo, so the rehearsal's working
+#   copy and the tests' workspaces): the commit, the tree hash of the working tree as copied
+#   (uncommitted changes included) and whether it differed from the commit;
+# - EXPORT, filled in by `git archive` (and GitHub's tarballs) through .gitattributes' export-subst:
+#   the tarball an artifact-evaluation committee downloads names the commit it was cut from.
+STAMP = ".repro-source.json"
+EXPORT = Path(__file__).with_name("source.txt")
+
+
+def git(*args: str, cwd: Path = REPO_ROOT, env: dict | None = None) -> str:
+    return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, check=True,
+                          timeout=30, env=env).stdout.strip()
+
+
+def source_of_checkout(root: Path = REPO_ROOT) -> dict | None:
+    """commit, tree and dirty of a git checkout: ``tree`` is the hash of the working tree as it is
+    (tracked and untracked files, .gitignore applied: a temporary index, the real one untouched)."""
+    import tempfile
+
+    try:
+        commit = git("rev-parse", "HEAD", cwd=root)
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, GIT_INDEX_FILE=os.path.join(d, "index"))
+            git("read-tree", "HEAD", cwd=root, env=env)
+            git("add", "-A", ".", cwd=root, env=env)
+            tree = git("write-tree", cwd=root, env=env)
+        head_tree = git("rev-parse", "HEAD^{tree}", cwd=root)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "tree": tree, "dirty": tree != head_tree, "source": "git"}
+
+
+def write_stamp(dst: Path, root: Path = REPO_ROOT) -> dict | None:
+    """Name the code in a copy of ``root`` made at ``dst`` (a copy has no history)."""
+    src = source_of_checkout(root) or read_source(root)
+    if src:
+        src = {**src, "source": f"copy of {root} ({src['source']})", "copied_at": now_iso()}
+        (Path(dst) / STAMP).write_text(json.dumps(src, indent=1) + "\n")
+    return src
+
+
+def read_source(root: Path = REPO_ROOT) -> dict | None:
+    """What a copy without .git says of its code: the stamp, else the export-subst file."""
+    try:
+        src = json.loads((Path(root) / STAMP).read_text())
+        if src.get("commit"):
+            return src
+    except (OSError, ValueError):
+        pass
+    try:
+        text = (Path(root) / EXPORT.relative_to(REPO_ROOT)).read_text()
+    except (OSError, ValueError):
+        return None
+    f = dict(re.findall(r"^(commit|tree): *(\S+)", text, re.M))
+    if re.fullmatch(r"[0-9a-f]{40}", f.get("commit", "")):  # "$Format:%H$" in a checkout: not filled in
+        return {"commit": f["commit"], "tree": f.get("tree", ""), "dirty": False, "source": "git archive"}
+    return None
+
+
 @functools.lru_cache(maxsize=1)
+def source() -> dict:
+    """The code a run is made from: REPRO_GIT_SHA/REPRO_GIT_TREE (exported by the workflow to its
+    jobs, which may run in an image without git), else the checkout, else a copy's stamp."""
+    if os.environ.get("REPRO_GIT_SHA"):
+        return {"sha": os.environ["REPRO_GIT_SHA"], "tree": os.environ.get("REPRO_GIT_TREE", "")}
+    src = source_of_checkout() or read_source()
+    if not src:
+        return {"sha": "unknown", "tree": ""}
+    return {"sha": src["commit"][:12] + ("-dirty" if src.get("dirty") else ""), "tree": src.get("tree", "")}
+
+
 def git_sha() -> str:
     """The commit the run was made from, with ``-dirty`` for uncommitted changes."""
-    env_sha = os.environ.get("REPRO_GIT_SHA")
-    if env_sha:
-        return env_sha
-    try:
-        sha = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True, check=True, timeout=10,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, check=True, timeout=10,
-        ).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    return source()["sha"]
+
+
+def git_tree() -> str:
+    """The tree hash of the code as it ran (differs from the commit's tree when dirty)."""
+    return source()["tree"]
 
 
 def host() -> str:
@@ -81,5 +146,6 @@ def record(tool_versions: dict[str, str] | None = None) -> dict:
     return {
         "host": host(),
         "git_sha": git_sha(),
+        "git_tree": git_tree(),
         "tool_versions": versions,
     }

@@ -320,6 +320,8 @@ def judge_study(ws: Path, study: str, jobs: list[dict], node_names: set[str], *,
     slurm_failed = [f"job {j['job_id']} ({j['rule']} {j['wildcards']}): {j['state']} {j['exit_code']}"
                     for j in judged if j["state"] not in ("COMPLETED", "RUNNING", "PENDING")
                     and done.get((j["rule"], j["wildcards"]), 0) < int(j["job_id"])]
+    failed_jobs = [job_failure(j, by_job.get(j["job_id"], []), done) for j in judged
+                   if j["state"] not in ("COMPLETED", "RUNNING", "PENDING")]
     ev = []
     if dry_run_clean is False:
         ev.append("snakemake -n still has jobs to run (outputs missing)")
@@ -327,14 +329,52 @@ def judge_study(ws: Path, study: str, jobs: list[dict], node_names: set[str], *,
     ok = dry_run_clean is not False and not failed_recs and not slurm_failed
     checks["raw_complete"] = check(ok, ev or f"{len(recs)} raw record(s), snakemake -n has nothing left to do")
     checks["claims_computed"] = claims_check(ws, study)
-    return {"study": study, "jobs": judged, "checks": checks, "records": len(recs),
+    return {"study": study, "jobs": judged, "checks": checks, "records": len(recs), "failed_jobs": failed_jobs,
             "not_rehearsed": NOT_REHEARSED.get(study, "")}
+
+
+# Slurm's own word for what happened to a job, where it says more than FAILED
+SLURM_KIND = {"NODE_FAIL": "lost_node", "BOOT_FAIL": "lost_node", "TIMEOUT": "timeout", "DEADLINE": "timeout",
+              "OUT_OF_MEMORY": "error", "PREEMPTED": "lost_node"}
+
+
+def job_failure(job: dict, recs: list[tuple[str, dict]], done: dict) -> dict:
+    """One failed Slurm job, told apart (issue 27): ``lost_node`` (Slurm's NODE_FAIL, or a record
+    that lost a rank or node), ``timeout`` / ``overload`` (past its limit; overloaded when the load
+    per CPU measured at the failure was high), ``crash`` (a process died or a tool exited non-zero)
+    or ``error``; with the evidence: the failure records' own kind and message, Slurm's state and
+    exit code, the nodes; and whether a later job of the same rule and wildcards completed it."""
+    from repro import rawio
+
+    failures = [(r, rec) for r, rec in recs if rec.get("status") == "failed"]
+    kinds = [rec.get("failure_kind") or rawio.classify(str(rec.get("failure") or ""), None, rec.get("failure_load"))
+             for _, rec in failures]
+    state = job["state"]
+    if state in SLURM_KIND:
+        kind = SLURM_KIND[state]
+    elif kinds:  # the worst the records say: a lost node explains the crashes it caused
+        kind = next(k for k in ("lost_node", "crash", "overload", "timeout", "error") if k in kinds)
+    else:
+        code = job.get("exit_code", "")
+        sig = code.split(":", 1)[1] if ":" in code else "0"
+        kind = "crash" if sig not in ("0", "") or state in ("FAILED", "CANCELLED") else "error"
+    evidence = [f"Slurm: {state} exit {job.get('exit_code', '')} on {job.get('nodes') or job.get('nodelist')}"]
+    evidence += [f"{r}: [{rec.get('failure_kind') or k}] {str(rec.get('failure') or '')[:400]}"
+                 for (r, rec), k in zip(failures[:4], kinds[:4])]
+    if not failures:
+        evidence.append("no failure record names this job (see its Slurm log under .snakemake/slurm_logs)")
+    later = done.get((job["rule"], job["wildcards"]), 0)
+    return {"job_id": job["job_id"], "rule": job["rule"], "wildcards": job["wildcards"], "state": state,
+            "exit_code": job.get("exit_code", ""), "kind": kind, "evidence": evidence,
+            "completed_later_by": str(later) if later > int(job["job_id"]) else ""}
 
 
 # ------------------------------------------------------------------------------------- run it
 def cluster_env() -> dict:
     env = dict(os.environ, SLURM_CONF=str(MH_DIR / "slurm.conf"))
-    env.pop("REPRO_SINGLE_HOST", None)
+    # the working copy names its own code (its stamp): never a caller's
+    for k in ("REPRO_SINGLE_HOST", "REPRO_GIT_SHA", "REPRO_GIT_TREE"):
+        env.pop(k, None)
     return env
 
 
@@ -365,9 +405,13 @@ NO_CONTAINERS = {"containers": {"use_for_benchmarks": False},
                  "storage": {"cosbench": {"tool": "driver"}, "mdtest": {"tool": "auto", "container": "none"}}}
 
 
+IMAGES_OVERLAY = "config/rehearsal-images.yaml"
+NOCONTAINERS_OVERLAY = "config/rehearsal-nocontainers.yaml"
+
+
 def configfiles(ws: Path) -> list[str]:
-    extra = ws / "config" / "rehearsal-nocontainers.yaml"
-    return ["config/config.yaml", "config/rehearsal.yaml"] + ([str(extra.relative_to(ws))] if extra.exists() else [])
+    extra = [f for f in (IMAGES_OVERLAY, NOCONTAINERS_OVERLAY) if (ws / f).exists()]
+    return ["config/config.yaml", "config/rehearsal.yaml", *extra]
 
 
 def snakemake(ws: Path, env: dict, *args: str, timeout: int) -> subprocess.CompletedProcess:
@@ -383,11 +427,103 @@ def build_images(ws: Path, study: str, timeout: int) -> subprocess.CompletedProc
     cmd = ["timeout", "-k", "20", str(timeout), "snakemake", study, "--cores", str(os.cpu_count() or 2),
            "--until", *IMAGE_RULES, "--config", "launcher=slurm", "--sdm", "apptainer",
            "--configfile", *configfiles(ws)]
-    return subprocess.run(cmd, cwd=ws, capture_output=True, text=True)
+    return subprocess.run(cmd, cwd=ws, capture_output=True, text=True, env=cluster_env())
 
 
 # the rules that build images (a stack image's benchmark layers too: they fetch COSBench and IOR)
 IMAGE_RULES = ("build_container", "storage_layer_image")
+
+
+def planned_images(ws: Path, target: str, timeout: int = 600) -> list[str]:
+    """Every image (.sif name) the target's cluster plan runs in, built or not: a forced dry run of
+    the image step."""
+    cmd = ["timeout", "-k", "20", str(timeout), "snakemake", target, "-n", "-F", "--until", *IMAGE_RULES,
+           "--cores", "1", "--config", "launcher=slurm", "--sdm", "apptainer", "--configfile", *configfiles(ws)]
+    r = subprocess.run(cmd, cwd=ws, capture_output=True, text=True, env=cluster_env())
+    if r.returncode != 0:
+        raise RuntimeError(f"the image plan of {target} failed (rc {r.returncode}): "
+                           f"{(r.stderr or r.stdout)[-1500:].strip() or 'no output at all'}")
+    return sorted({Path(m).stem for m in re.findall(r"output: (\S+\.sif)", r.stdout + r.stderr)})
+
+
+def image_definition(ws: Path, name: str) -> Path:
+    """containers/<name>.def, or for a layered image <base>-<layer>.sif the layer's definition."""
+    d = ws / "containers" / f"{name}.def"
+    if d.exists() or "-" not in name:
+        return d
+    return ws / "containers" / f"{name.rsplit('-', 1)[1]}.def"
+
+
+def _merge(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def image_fallbacks(study: str, names: dict[str, str]) -> tuple[list[str], dict, dict[str, str]]:
+    """For images that cannot be built (name -> why): the images whose side runs from the host's
+    build (containers.host_build), the study-section overlay its declaration gives for the others
+    (repro.study.Study.image_fallbacks), and one line per image saying how its side runs."""
+    from repro import study as rstudy
+
+    try:
+        decl = rstudy.declared(study)
+    except Exception:  # noqa: BLE001 -- a study without a declaration: every side falls back to the host
+        decl = None
+    host, overlay, sides = [], {}, {}
+    for name, why in sorted(names.items()):
+        key = name.rsplit("-", 1)[1] if decl and "-" in name and name.rsplit("-", 1)[1] in decl.image_fallbacks \
+            else name
+        fb = decl.image_fallbacks.get(key) if decl else None
+        if fb:
+            overlay = _merge(overlay, fb)
+            sides[name] = f"not built ({why}); its side runs with {study}: {json.dumps(fb)} (the study's fallback)"
+        else:
+            host.append(name)
+            sides[name] = f"host build ({why})"
+    return host, ({study: overlay} if overlay else {}), sides
+
+
+def write_images_overlay(ws: Path, host_build: list[str], overlay: dict) -> None:
+    import yaml
+
+    path = ws / IMAGES_OVERLAY
+    if not host_build and not overlay:
+        path.unlink(missing_ok=True)
+        return
+    doc = _merge({"containers": {"host_build": sorted(set(host_build))}} if host_build else {}, overlay)
+    path.write_text("# written by repro.rehearsal: the images this machine cannot build and how their sides run\n"
+                    + yaml.safe_dump(doc, sort_keys=True))
+
+
+def prepare_images(ws: Path, study: str, target: str, timeout: int, probe_fn=None) -> dict:
+    """The image step of one study: which images its plan needs, which cannot be built here (known
+    before any build: repro.images), the fallback for those, then the build of the rest; a build
+    that still fails falls back the same way. Returns sides {image: how its side runs}, the
+    overlay written, the build's process and seconds."""
+    from repro import images
+
+    probe_fn = probe_fn or images.probe
+    write_images_overlay(ws, [], {})
+    t0 = time.monotonic()
+    names = planned_images(ws, target)
+    cannot = {n: w for n in names if (w := images.why_not(image_definition(ws, n), probe_fn))}
+    host, overlay, sides = image_fallbacks(study, cannot)
+    write_images_overlay(ws, host, overlay)
+    built = build_images(ws, target, timeout)
+    failed = {n.removesuffix(".sif"): "its build failed (the image step's log)"
+              for n in failed_images(built.stdout + built.stderr)}
+    if failed:
+        h2, o2, s2 = image_fallbacks(study, failed)
+        host, overlay = host + h2, _merge(overlay, o2)
+        sides.update(s2)
+        write_images_overlay(ws, host, overlay)
+    for n in names:
+        sides.setdefault(n, "image")
+    return {"sides": sides, "host_build": sorted(set(host)), "overlay": overlay, "proc": built,
+            "unbuildable": cannot, "failed": failed, "seconds": round(time.monotonic() - t0, 1),
+            "step_failed_unnamed": built.returncode != 0 and not failed}
 
 
 def failed_images(log: str) -> list[str]:
@@ -431,35 +567,55 @@ def rehearse(studies: list[str], *, nodes: int = 4, work: Path = WORK, resume: b
                "workdir": str(ws), "overlay": configfiles(ws)[1:], "studies": earlier,
                "not_rehearsed": [] if containers else ["containers: the systems ran from the host's builds "
                                                        "(--no-containers), not from their Apptainer images"],
-               "loadavg_start": _loadavg()}
+               "git": _source(ws), "loadavg_start": _loadavg(),
+               "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     for spec in studies:
         study, _, target = spec.partition(":")
         target = target or study
         t1 = time.monotonic()
         log = out_dir / f"{study}.log"
-        img = build_images(ws, target, timeout)
-        t_img = time.monotonic() - t1
-        # an image that cannot be built here (its definition fetches from a host this machine cannot
-        # reach) must not end the rehearsal: the study runs from the host's builds, and says so
-        fallback = failed_images(img.stdout + img.stderr) if containers and img.returncode != 0 else []
-        if containers and img.returncode != 0 and not fallback:
-            fallback = ["(the image step failed: see the log)"]
-        _no_containers_overlay(ws, bool(fallback) or not containers)
+        print(f"rehearse {study} ({target}): images", file=sys.stderr, flush=True)
+        if containers:
+            # an image that cannot be built here (its definition fetches from a host this machine
+            # cannot reach) is named before any build and only its side runs from the host's build;
+            # every other side runs in its image (issue 27: all-or-nothing lost the images that built)
+            try:
+                img = prepare_images(ws, study, target, timeout)
+            except RuntimeError as e:
+                img = {"sides": {}, "host_build": [], "overlay": {}, "unbuildable": {}, "failed": {},
+                       "seconds": round(time.monotonic() - t1, 1), "step_failed_unnamed": True,
+                       "proc": subprocess.CompletedProcess([], 1, "", str(e))}
+            fallback_all = img["step_failed_unnamed"]
+        else:
+            img = {"sides": {}, "host_build": [], "overlay": {}, "unbuildable": {}, "failed": {}, "seconds": 0.0,
+                   "step_failed_unnamed": False, "proc": subprocess.CompletedProcess([], 0, "", "")}
+            fallback_all = False
+        _no_containers_overlay(ws, fallback_all or not containers)
+        print(f"rehearse {study} ({target}): the cluster run", file=sys.stderr, flush=True)
         proc = snakemake(ws, env, target, *extra, timeout=timeout)
-        log.write_text("# images (local build on the head)\n" + img.stdout + img.stderr +
+        log.write_text("# images (local build on the head)\n" + img["proc"].stdout + img["proc"].stderr +
                        "\n# the cluster run (profiles/slurm)\n" + proc.stdout + proc.stderr)
         dry = snakemake(ws, env, target, "-n", timeout=300)
         clean = dry.returncode == 0 and "Nothing to be done" in (dry.stdout + dry.stderr)
+        overlays = configfiles(ws)[1:]
         res = analyze(ws, study, env=env, dry_run_clean=clean, names=names)
-        if fallback:
-            why = (f"containers: {', '.join(fallback)} could not be built here (log: the image step); "
-                   "this study ran from the host's builds")
-            res["not_rehearsed"] = "; ".join(x for x in (res["not_rehearsed"], why) if x)
+        notes = []
+        if fallback_all:
+            notes.append("containers: the image step failed without naming an image (log: the image step); "
+                         "this study ran from the host's builds")
+        for name, how in sorted(img["sides"].items()):
+            if how != "image":
+                notes.append(f"image {name}: {how}")
+        res["not_rehearsed"] = "; ".join(x for x in (res["not_rehearsed"], *notes) if x)
         _no_containers_overlay(ws, not containers)
+        write_images_overlay(ws, [], {})
+        sides = {n: ("host build (--no-containers or the image step failed)" if fallback_all or not containers
+                     else how) for n, how in img["sides"].items()}
         res.update({"target": target, "loadavg_end": _loadavg(), "snakemake_rc": proc.returncode,
-                    "containers": containers and not fallback,
-                    "images_rc": img.returncode, "images_s": round(t_img, 1),
-                    "seconds": round(time.monotonic() - t1, 1),
+                    "containers": containers and not fallback_all and any(v == "image" for v in sides.values()),
+                    "sides": sides, "images_unbuildable": img["unbuildable"], "images_failed": img["failed"],
+                    "images_rc": img["proc"].returncode, "images_s": img["seconds"],
+                    "seconds": round(time.monotonic() - t1, 1), "overlay": overlays,
                     "log": str(log.relative_to(REPO)) if log.is_relative_to(REPO) else str(log)})
         (out_dir / f"{study}.json").write_text(json.dumps(res, indent=1))
         summary["studies"][study] = {"seconds": res["seconds"], "images_s": res["images_s"],
@@ -467,15 +623,24 @@ def rehearse(studies: list[str], *, nodes: int = 4, work: Path = WORK, resume: b
                                      "jobs": len(res["jobs"]), "records": res["records"],
                                      "checks": {k: v["ok"] for k, v in res["checks"].items()},
                                      "not_rehearsed": res["not_rehearsed"], "containers": res["containers"],
-                                     "overlay": configfiles(ws)[1:] + (
-                                         ["config/rehearsal-nocontainers.yaml"] if fallback else []),
+                                     "sides": res["sides"], "failed_jobs": res["failed_jobs"],
+                                     "overlay": overlays, "loadavg_end": res["loadavg_end"],
                                      "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["seconds"] = round(time.monotonic() - t0, 1)
     summary["loadavg_end"] = _loadavg()
     summary["all_true"] = all(v is not False for s in summary["studies"].values() for v in s["checks"].values())
+    # every job that failed, also one a resumed run completed later: a clean rehearsal has none
+    summary["failed_jobs"] = sum(len(s.get("failed_jobs") or []) for s in summary["studies"].values())
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def _source(ws: Path) -> dict:
+    """The code the rehearsal ran: the working copy's stamp (commit, tree; repro.provenance)."""
+    from repro import provenance
+
+    return provenance.read_source(ws) or {"commit": "unknown", "tree": "", "source": "no stamp in the copy"}
 
 
 def _loadavg() -> str:

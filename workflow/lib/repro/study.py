@@ -33,6 +33,11 @@ class Study:
     images: tuple[str, ...] = ()                            # containers/<image>.def its jobs run in
     expected_times: dict[str, str] = field(default_factory=dict)  # TIME_KEYS
     readme: dict[str, str] = field(default_factory=dict)    # README rows: {"local": ..., "cluster": ...}
+    # an image the site cannot build (repro.images) whose side needs more than the host's build of
+    # the same system: the study-section overlay that runs that side without it, e.g. storage's
+    # COSBench layer -> {"cosbench": {"tool": "driver"}}. Any other image falls back through
+    # containers.host_build (its side from the host's build, every other side still in its image).
+    image_fallbacks: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self):
         bad = [k for k in self.output_tables if k not in self.outputs]

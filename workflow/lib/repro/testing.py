@@ -95,8 +95,13 @@ def copy_repo(dst: Path) -> None:
         (dst / "containers" / "sif").mkdir(parents=True, exist_ok=True)
         for f in sif.glob("*.sif"):
             os.link(f, dst / "containers" / "sif" / f.name)
-    # git metadata for provenance (git_sha) without copying history
+    # no history is copied: the copy names its code by a stamp (commit, tree of the copied working
+    # tree) that repro.provenance reads; `git init` keeps git commands inside the copy from climbing
+    # to an enclosing repository
     subprocess.run(["git", "init", "-q", str(dst)], check=True)
+    from repro import provenance
+
+    provenance.write_stamp(dst, REPO)
 
 
 class Snake:

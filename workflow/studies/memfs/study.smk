@@ -72,7 +72,7 @@ def memfs_raw_inputs(wildcards):
 def memfs_bench_cmd(exp, extra):
     """Shell command of one benchmark job (the driver; agents are started by systems/mtc)."""
     image = (
-        f" --image {sif('memfs')}" if config["containers"]["use_for_benchmarks"] else ""
+        f" --image {sif('memfs')}" if in_image("memfs") else ""
     )
     return (
         "("

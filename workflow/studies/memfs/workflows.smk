@@ -41,7 +41,7 @@ def mwf_run_params(**middle):
         "timeout": MWF_RUN["task_timeout_s"],
         "image": (
             f"--image {sif('memfs')}"
-            if config["containers"]["use_for_benchmarks"]
+            if in_image("memfs")
             else ""
         ),
         "mpi_env": MPI_ENV,
@@ -166,7 +166,7 @@ rule memfs_wf_kick_run:
         network=lambda wc: shlex.quote(json.dumps(MWF["network"])),
         image=(
             f"--image {sif('memfs')}"
-            if config["containers"]["use_for_benchmarks"]
+            if in_image("memfs")
             else ""
         ),
         mpi_env=MPI_ENV,

@@ -25,7 +25,7 @@ MF_DIR = f"{STUDIES}/mpifuse"
 MF_PUBLISHED = f"{MF_DIR}/published.csv"
 MF_OUT = {k: MF_STUDY.out(k) for k in MF_STUDY.outputs}
 MF_HOME_EMULATED = MF["home"]["kind"] == "emulated"
-MF_LOCAL_BUILD = not config["containers"]["use_for_benchmarks"]
+MF_LOCAL_BUILD = not in_image("mpifuse")
 MF_STAND_INS = [
     s
     for s in (

@@ -53,8 +53,9 @@ rule storage_layer_image:
     params:
         cache=config["containers"]["cache_dir"],
     shell:
-        "{input.builder} {input.definition} {output} --build-arg BASE={input.base}"
-        " --cache {params.cache} > {log} 2>&1"
+        "python3 -m repro.images check {input.definition} > {log} 2>&1 &&"
+        " {input.builder} {input.definition} {output} --build-arg BASE={input.base}"
+        " --cache {params.cache} >> {log} 2>&1"
 
 
 ruleorder: storage_layer_image > build_container
@@ -113,12 +114,16 @@ for _st_bench in st_layout.BENCHMARKS:
 
 
 def st_limit_resources():
-    """fio: n+1 nodes (it measures on a system node's disk, where the stacks' data sit); the
-    driver's ceiling: one node, exclusive (cosbench-driver against its own in-process server:
-    nothing runs anywhere else, so asking n+1 left n idle -- the rehearsal's apart check)."""
-    res = n_plus_1_resources(lambda wc: ST_NODES if wc.limit == "fio" else 0)
+    """What each limit job uses, and no more (issue 27: fio asked n+1 nodes and measured on 2).
+    fio: the driver and the one system node whose node-local disk it measures (the stacks' data
+    sit on the system nodes' disks: run.fio_place, an srun step on the first system node), 1+1
+    nodes; with a Lustre directory (shared, read from the driver) or on one host, the driver alone.
+    The driver's ceiling: one node, exclusive (cosbench-driver against its own in-process server)."""
+    fio_system = 0 if (ST["paths"].get("lustre_dir") or config["cluster"]["single_host"]) else 1
+    res = n_plus_1_resources(lambda wc: fio_system if wc.limit == "fio" else 0)
     mpi = res["mpi"]
-    res["mpi"] = lambda wc: mpi if wc.limit == "fio" else ""  # the slurm plugin refuses an MPI job of 1 task
+    # the slurm plugin refuses an MPI job of 1 task
+    res["mpi"] = lambda wc: mpi if wc.limit == "fio" and fio_system else ""
     return res
 
 

@@ -22,7 +22,9 @@ ST_NODES = ST["nodes"][0]
 ST_FIGURES = list(ST_STUDY.figures)
 ST_TABLES = list(ST_STUDY.tables)
 ST_OUT = {k: ST_STUDY.out(k) for k in ST_STUDY.outputs}
-ST_LOCAL_BUILD = not config["containers"]["use_for_benchmarks"]
+# the limits' image (minio) not used: the host's cosbench-driver (use_for_benchmarks off, or
+# containers.host_build names it)
+ST_LOCAL_BUILD = not in_image("minio")
 ST_IMAGES = {"ceph": "ceph", "lustre-minio": "minio", "juicefs": "juicefs"}
 # layers on a stack image (containers/<layer>.def, Bootstrap: localimage): the real COSBench and
 # Open MPI + IOR/mdtest beside the stack's daemons, when the config asks for them
@@ -34,7 +36,7 @@ ST_LAYER = {
 
 def st_image(stack, bench):
     """The image a stack x benchmark job runs in: the stack's, or its layered variant."""
-    layer = ST_LAYER[bench] if config["containers"]["use_for_benchmarks"] else None
+    layer = ST_LAYER[bench] if in_image(ST_IMAGES[stack]) else None
     return f"{ST_IMAGES[stack]}-{layer}" if layer else ST_IMAGES[stack]
 
 
@@ -103,7 +105,7 @@ register_study(
 def st_system_inputs(bench):
     def inputs(wc):
         files = system_image_input(st_image(wc.stack, bench))
-        if ST_LOCAL_BUILD:
+        if not in_image(st_image(wc.stack, bench)):
             files += ["tools/cosbench/build/cosbench-driver", "tools/mdtest/build/mdbench"]
         return files
 
