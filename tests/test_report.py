@@ -49,7 +49,10 @@ def test_report_collects_claims_and_marks_missing_studies(snake, workspace):
     assert "measured in this run" in front and "not run" in front
     check = json.loads((workspace / "paper/render-check.json").read_text())
     assert check["ok"] and sum(p["images"] for p in check["pages"]) == 2
-    pages = {"index.html"} | {f"{s}.html" for s in rc.study_names() if s != "smoke"}
+    # the rehearsal page is there, linked, and says no rehearsal ran (the workspace has no results/)
+    assert '<a href="rehearsal.html">' in front
+    assert "No rehearsal was run here" in (workspace / "paper/rehearsal.html").read_text()
+    pages = {"index.html", "rehearsal.html"} | {f"{s}.html" for s in rc.study_names() if s != "smoke"}
     assert {p["page"] for p in check["pages"]} == pages
     assert all((workspace / "paper/screenshots" / p["page"].replace(".html", ".png")).exists() for p in check["pages"])
     assert (workspace / "paper/report.pdf").stat().st_size > 10_000
@@ -85,6 +88,11 @@ def test_report_from_what_exists_after_a_failed_benchmark_job(snake, workspace, 
     assert mf.note.str.contains("2 run\\(s\\) on scratch failed").any()
     html = (workspace / "paper/mpifuse.html").read_text()
     assert "<b>Runs:</b> failed: 2" in html  # both use cases of the one configuration
+    # each failed use case on its own line of the failed runs, with its kind and its message
+    failed = html[html.index('<h2 id="failed">'):]
+    assert len(re.findall(r'<td class="(?:bad|info)">(?:crash|lost_node|timeout|overload|error)<br>', failed)) == 2
+    assert failed.count("record: <code>results/mpifuse/failed/") == 2
+    assert "Failed runs by kind:" in (workspace / "paper/index.html").read_text()
     # the cost models are untouched by the failed benchmark; cloudcost's high_performance tier is never cheaper
     # within 36 months with the assumed prices (the model's result, issue 12): "not reproduced", never failed
     assert set(combined[combined.study == "tco"].verdict) == {"reproduced"}

@@ -29,6 +29,7 @@ needs_browser = pytest.mark.skipif(shutil.which("chromium") is None or shutil.wh
     ("> 0", "", "> 0"),
     ("488–510", "ops/s", "488–510"),
     (float("nan"), "", ""),
+    ("1_0", "", "1_0"),  # a wildcard, not the number 10
     ("not run", "", "not run"),
 ])
 def test_numbers_are_rounded_to_what_they_support(value, unit, shown):

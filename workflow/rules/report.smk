@@ -2,17 +2,32 @@
 # beside the published values, figures with their claims, tables that fit), the PDF, and a check
 # of what a reader sees (repro.report_check: headless Chromium and pdftoppm).
 
+import glob
+
 REPORT_PAGES = [f"paper/{s}.html" for s in STUDY_REPORT]
+# pages beside the studies' (repro.report.extra_pages): the cluster rehearsal's evidence
+EXTRA_REPORT_PAGES = ["paper/rehearsal.html"]
+REHEARSAL_DIR = "results/rehearsal"
+
+
+def rehearsal_inputs(wildcards):
+    """What `./repro rehearse` wrote, if it ran: read when present (a newer rehearsal rebuilds the
+    report), never required -- no rule makes these files, so the report never runs a rehearsal."""
+    return sorted(glob.glob(f"{REHEARSAL_DIR}/*.json"))
 
 
 rule report_html:
     input:
         report_inputs,
         analysis_image_input(),
+        rehearsal_inputs,
         code="workflow/lib/repro/report.py",
+        code_rehearsal="workflow/lib/repro/report_rehearsal.py",
+        code_failures="workflow/lib/repro/failures.py",
     output:
         html="paper/index.html",
         pages=REPORT_PAGES,
+        extra=EXTRA_REPORT_PAGES,
         printed="paper/print.html",
         figures=directory("paper/figures"),
         claims="paper/claims.csv",
@@ -27,9 +42,11 @@ rule report_html:
         title=shlex.quote(config["report"]["title"]),
         scale=SCALE,
         configfiles=shlex.quote(" ".join(os.path.relpath(c) for c in workflow.configfiles)),
+        rehearsal=REHEARSAL_DIR,
     shell:
         "python3 -m repro.report --studies {params.studies} --title {params.title} --scale {params.scale}"
-        " --configfiles {params.configfiles} --outdir paper --claims {output.claims} > {log} 2>&1"
+        " --configfiles {params.configfiles} --outdir paper --claims {output.claims}"
+        " --rehearsal {params.rehearsal} > {log} 2>&1"
 
 
 rule report_pdf:
@@ -58,6 +75,7 @@ rule report_check:
         code="workflow/lib/repro/report_check.py",
         html="paper/index.html",
         pages=REPORT_PAGES,
+        extra=EXTRA_REPORT_PAGES,
         figures="paper/figures",
         pdf=REPORT_PDF,
     output:

@@ -11,6 +11,12 @@
 - ``print.html``: every page in one document, the source of ``report.pdf`` (repro.report_pdf).
 - ``claims.csv``: every claim of every study, full precision (the CSVs under ``results/`` stay
   the full-precision record; the pages round for reading).
+- Pages beside the studies' (``extra_pages()``): ``rehearsal.html``, the cluster rehearsal's
+  evidence (repro.report_rehearsal), read from ``results/rehearsal/`` when a rehearsal ran.
+
+The front page and each study page list the failed runs (one line per failure record), each with
+its kind -- crash, lost_node, timeout, overload, error (repro.failures) -- and its evidence: the
+record's message, the load it measured, the node.
 
 Provenance (commit, configuration files, scale, host, date, the command) is on every page. Only
 files the workflow produced are read; a study that is disabled or has no results shows as not run.
@@ -31,7 +37,7 @@ from pathlib import Path
 import pandas as pd
 
 from repro import claims as claims_mod
-from repro import provenance, tidy
+from repro import failures, provenance, tidy
 
 VERDICTS = list(claims_mod.VERDICTS)
 VERDICT_CLASS = {
@@ -91,7 +97,8 @@ def _as_float(v):
     if isinstance(v, (int, float)):
         return float(v)
     s = str(v).strip()
-    if not s or s.lower() in ("nan", "inf", "-inf") or s[0] not in "+-.0123456789":
+    # "1_0" is a wildcard (Python's float() would read it as 10), not a number
+    if not s or s.lower() in ("nan", "inf", "-inf") or s[0] not in "+-.0123456789" or "_" in s:
         return None
     try:
         return float(s)
@@ -246,6 +253,84 @@ def status_counts(meas: pd.DataFrame) -> dict:
     return per_run.status.value_counts().to_dict()
 
 
+# ---------------------------------------------------------------------------
+# failed runs, told apart (repro.failures)
+# ---------------------------------------------------------------------------
+MACHINE_KINDS = ("lost_node", "timeout", "overload")
+FAILED_COLS = ["study", "configuration", "rep", "kind", "kind_from", "failure", "load", "node", "raw_file"]
+
+
+def _text(v) -> str:
+    """A cell as text: empty for NaN, 4 for 4.0 (a column pandas read as float because of empty cells)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v).strip()
+
+
+def failed_runs(meas: pd.DataFrame) -> pd.DataFrame:
+    """One row per failure record in a tidy table: its configuration (the parameters it has), its
+    kind (the record's own ``failure_kind``, else classified from the message: repro.failures.kind_of)
+    and the evidence -- the message, the load per CPU it measured, the node (host) it ran on."""
+    if meas.empty or "status" not in meas.columns:
+        return pd.DataFrame(columns=FAILED_COLS)
+    bad = meas[meas.status == "failed"]
+    if "raw_file" in bad.columns:
+        bad = bad.drop_duplicates(subset=["raw_file"])
+    tail = set(tidy.BASE_COLUMNS + tidy.TAIL_COLUMNS) | {"reason"}
+    params = [c for c in meas.columns if c not in tail]
+    rows = []
+    for r in bad.to_dict("records"):
+        recorded, load = _text(r.get("failure_kind")), _text(r.get("failure_load"))
+        per_cpu = failures.load_per_cpu(load)
+        cfg = ", ".join(f"{c}={_text(r[c])}" for c in params if _text(r.get(c)))
+        rows.append({"study": _text(r.get("study")),
+                     "configuration": " ".join(x for x in (_text(r.get("experiment")), cfg) if x) or "—",
+                     "rep": _text(r.get("rep")), "kind": failures.kind_of(recorded, _text(r.get("failure")), load),
+                     "kind_from": "the record" if recorded else "the message",
+                     "failure": _text(r.get("failure")),
+                     "load": (f"{json.loads(load)['loadavg_1m']} on {json.loads(load)['ncpu']} CPUs "
+                              f"({per_cpu:.1f} per CPU)" if per_cpu is not None else "not measured"),
+                     "node": _text(r.get("host")) or "—", "raw_file": _text(r.get("raw_file"))})
+    return pd.DataFrame(rows, columns=FAILED_COLS)
+
+
+def kind_counts(failed: pd.DataFrame) -> str:
+    if failed.empty:
+        return "none"
+    counts = failed.kind.value_counts().to_dict()
+    return ", ".join(f"{k}: {counts[k]}" for k in failures.KINDS if k in counts)
+
+
+def failed_table(failed: pd.DataFrame, link: bool, limit: int = MAX_ROWS) -> str:
+    """The failed runs, each kind on its own line with its evidence (crashes first)."""
+    if failed.empty:
+        return "<p>None: no failure record in the runs' results.</p>"
+    order = {k: i for i, k in enumerate(failures.KINDS)}
+    rows = failed.assign(_o=failed.kind.map(order)).sort_values(["_o", "study", "configuration"], kind="stable")
+    out = [f"<p><b>Failed runs by kind:</b> {esc(kind_counts(failed))}. <i>crash</i> (a fault or a kill signal) and "
+           "<i>error</i> are the code's: never retried, always shown; <i>lost_node</i>, <i>timeout</i> and "
+           "<i>overload</i> (a timeout while the load per CPU exceeded "
+           f"{failures.OVERLOAD_LOAD_PER_CPU}) are the machine's: a lost node may be retried, a timeout is re-run "
+           "by <code>--resume</code> and shows as such (workflow/README.md, \"Failures and retries\").</p>",
+           "<table><tr><th>study</th><th>configuration</th><th>rep</th><th>kind</th><th>evidence (the failure "
+           "message)</th><th>load</th><th>node</th></tr>"]
+    for r in rows.head(limit).itertuples(index=False):
+        study = f'<a href="{esc(r.study)}.html#failed">{esc(r.study)}</a>' if link else esc(r.study)
+        msg = r.failure if len(r.failure) <= 400 else r.failure[:400] + " …"
+        cls = "info" if r.kind in MACHINE_KINDS else "bad"
+        out.append(f"<tr><td>{study}</td><td>{esc(r.configuration)}</td><td>{esc(r.rep)}</td>"
+                   f'<td class="{cls}">{esc(r.kind)}<br><span class=muted>from {esc(r.kind_from)}</span></td>'
+                   f'<td class="long">{esc(msg)}<br><span class=muted>record: <code>{esc(r.raw_file)}</code>'
+                   f"</span></td><td>{esc(r.load)}</td><td>{esc(r.node)}</td></tr>")
+    out.append("</table>")
+    if len(rows) > limit:
+        out.append(f'<p class="muted">the first {limit} of {len(rows)} failed runs; each study\'s page lists '
+                   "its own.</p>")
+    return "\n".join(out)
+
+
 def fmt_seconds(s: float | None) -> str:
     if s is None:
         return "not run"
@@ -274,6 +359,7 @@ class Study:
         self.claims = self.claims[claims_mod.COLUMNS]
         meas = read_measurements(st.get("measurements")) if self.ran else pd.DataFrame()
         self.runs = status_counts(meas)
+        self.failed = failed_runs(meas)
         self.standin_table = stand_ins(meas)
         kinds = set(self.standin_table.system_kind) if not self.standin_table.empty else set()
         kinds |= {k for k in self.claims.system_kind.astype(str) if k.startswith("stand-in:")}
@@ -299,6 +385,7 @@ class Context:
         self.host = provenance.host()
         self.date = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
         self.outdir = Path(args.outdir)
+        self.rehearsal = Path(getattr(args, "rehearsal", None) or "results/rehearsal")
 
     def command(self, target: str | None = None) -> str:
         if self.scale == "local" and target is None:
@@ -316,11 +403,38 @@ class Context:
                 + "</div>")
 
 
+class ExtraPage:
+    """A page beside the studies' pages: its file, its label in the navigation, its title, its sections
+    ``body(ctx)`` and the one line the front page shows for it ``summary(ctx)``."""
+
+    def __init__(self, file: str, label: str, title: str, body, summary):
+        self.file, self.label, self.title, self.body, self.summary = file, label, title, body, summary
+
+    @property
+    def name(self) -> str:
+        return self.file.removesuffix(".html")
+
+
+def extra_pages() -> list[ExtraPage]:
+    """The pages beside the studies' (each in its own module; a new one is one more entry here)."""
+    from repro import report_rehearsal as rh
+
+    return [ExtraPage(rh.FILE, rh.LABEL, rh.TITLE, lambda ctx: rh.body(ctx.rehearsal),
+                      lambda ctx: rh.summary_line(ctx.rehearsal))]
+
+
 def nav(studies: list[Study], here: str | None) -> str:
     links = ['<a href="index.html">front page</a>'] + [
         f'<a href="{s.page}">{"<b>" + esc(s.name) + "</b>" if s.name == here else esc(s.name)}</a>'
-        for s in studies]
+        for s in studies] + [
+        f'<a href="{p.file}">{"<b>" + esc(p.label) + "</b>" if p.name == here else esc(p.label)}</a>'
+        for p in extra_pages()]
     return "<nav>" + " ".join(links) + "</nav>"
+
+
+def extra_page(ctx: Context, page: ExtraPage, studies: list[Study]) -> list[str]:
+    return [f'<h1 id="{esc(page.name)}">{esc(page.title)}</h1>', nav(studies, page.name),
+            ctx.provenance(f"paper/{page.file}"), *page.body(ctx)]
 
 
 def doc(title: str, body: list[str]) -> str:
@@ -351,7 +465,8 @@ def missed_table(claims: pd.DataFrame, link: bool) -> str:
     return "\n".join(out)
 
 
-def front_page(ctx: Context, studies: list[Study], claims: pd.DataFrame, times: pd.DataFrame) -> list[str]:
+def front_page(ctx: Context, studies: list[Study], claims: pd.DataFrame, times: pd.DataFrame,
+               failed: pd.DataFrame | None = None) -> list[str]:
     rows = []
     for s in studies:
         c = counts_cells(s)
@@ -377,6 +492,11 @@ def front_page(ctx: Context, studies: list[Study], claims: pd.DataFrame, times: 
         + "<th>run time (sum of job times)</th><th>stand-ins used</th></tr>" + "\n".join(rows) + "</table>",
         '<h2 id="missed">Claims that did not reproduce</h2>',
         missed_table(claims, link=True),
+        '<h2 id="failed">Failed runs</h2>',
+        failed_table(failed if failed is not None else pd.DataFrame(columns=FAILED_COLS), link=True),
+        '<h2 id="beside">Beside the studies</h2>',
+        "<ul>" + "".join(f'<li><a href="{p.file}">{esc(p.title)}</a>: {p.summary(ctx)}</li>'
+                         for p in extra_pages()) + "</ul>",
         '<h2 id="times">Expected and measured times</h2>', table_html(times, None),
         "<p class=muted>Set-up once per machine: <code>./repro setup</code> (apt packages, Python venvs, "
         "Apptainer from source, the systems' builds), cached under <code>~/.cache/repro</code>. Every number on "
@@ -427,6 +547,8 @@ def study_page(ctx: Context, s: Study, studies: list[Study]) -> list[str]:
     missed = s.claims[s.claims.verdict.isin(MISSED)]
     if not missed.empty:
         body += ["<h2>Did not reproduce</h2>", missed_table(s.claims, link=False)]
+    if not s.failed.empty:
+        body += ['<h2 id="failed">Failed runs</h2>', failed_table(s.failed, link=False, limit=200)]
     if s.standin_kinds or st.get("stand_ins"):
         body.append('<div class="standin"><b>Stand-ins in this study.</b> Rows measured on a stand-in say so in '
                     "their <code>system_kind</code> column; a stand-in's number never passes as the real system's."
@@ -494,6 +616,8 @@ def main() -> None:
     ap.add_argument("--configfiles", default="", help="the configuration files of the run, space-separated")
     ap.add_argument("--outdir", default="paper")
     ap.add_argument("--claims", required=True)
+    ap.add_argument("--rehearsal", default="results/rehearsal",
+                    help="the cluster rehearsal's summary.json and <study>.json (optional: read if present)")
     args = ap.parse_args()
     ctx = Context(args)
     if (ctx.outdir / "figures").exists():
@@ -513,15 +637,21 @@ def main() -> None:
         "measured in this run (sum of job times)": fmt_seconds(s.seconds),
     } for s in studies])
 
-    front = front_page(ctx, studies, claims_df, times)
+    failed = [s.failed for s in studies if not s.failed.empty]
+    failed = pd.concat(failed, ignore_index=True) if failed else None
+    front = front_page(ctx, studies, claims_df, times, failed)
     pages = {s.name: study_page(ctx, s, studies) for s in studies}
     for s in studies:
         write_atomic(ctx.outdir / s.page, doc(f"{s.title} — {ctx.title}", pages[s.name]))
-    printed = front + [f'<div class="page">{"".join(pages[s.name])}</div>' for s in studies]
+    extras = {p.file: extra_page(ctx, p, studies) for p in extra_pages()}
+    for p in extra_pages():
+        write_atomic(ctx.outdir / p.file, doc(f"{p.title} — {ctx.title}", extras[p.file]))
+    printed = front + [f'<div class="page">{"".join(pages[s.name])}</div>' for s in studies] + [
+        f'<div class="page">{"".join(body)}</div>' for body in extras.values()]
     write_atomic(ctx.outdir / "print.html", doc(ctx.title, printed).replace("<nav>", '<nav style="display:none">'))
     write_atomic(ctx.outdir / "index.html", doc(ctx.title, front))
     totals = claims_df.verdict.value_counts().to_dict()
-    print(f"report: {ctx.outdir}/index.html + {len(studies)} study pages ("
+    print(f"report: {ctx.outdir}/index.html + {len(studies)} study pages + {', '.join(extras)} ("
           + ", ".join(f"{v}: {int(totals.get(v, 0))}" for v in VERDICTS) + ")")
 
 

@@ -1,11 +1,13 @@
 """One tidy long table per study, built only from raw files.
 
 Columns: ``study, experiment, <every parameter>, <every metric label>, rep,
-metric, value, unit, status, failure, system_kind, host, started_at, git_sha,
-tool_versions, raw_file``.
+metric, value, unit, status, failure, failure_kind, failure_load, system_kind, host,
+started_at, git_sha, tool_versions, raw_file``.
 
 ``status`` is ``ok`` (a measurement), ``failed`` (the run failed its sanity
-check or crashed; ``value`` is empty) or ``not-run`` (the configuration is in
+check or crashed; ``value`` is empty; ``failure`` says why, ``failure_kind`` and
+``failure_load`` are the record's own where it has them, empty otherwise: the report
+classifies those with repro.failures) or ``not-run`` (the configuration is in
 the config but no run exists yet).  Nothing is ever filled in with zero.
 """
 
@@ -23,7 +25,7 @@ from . import cli, paramspace, rawio
 
 BASE_COLUMNS = ["study", "experiment"]
 TAIL_COLUMNS = [
-    "rep", "metric", "value", "unit", "status", "failure", "system_kind",
+    "rep", "metric", "value", "unit", "status", "failure", "failure_kind", "failure_load", "system_kind",
     "host", "started_at", "git_sha", "tool_versions", "raw_file",
 ]
 STAT_COLUMNS = ["count", "mean", "std", "min", "max", "failed", "not_run"]
@@ -35,6 +37,8 @@ def rows_from_record(rec: dict, raw_file: str) -> list[dict]:
         "rep": rec["rep"],
         "status": rec["status"],
         "failure": rec.get("failure") or "",
+        "failure_kind": rec.get("failure_kind") or "",
+        "failure_load": json.dumps(rec["failure_load"], sort_keys=True) if rec.get("failure_load") else "",
         "system_kind": rec["system_kind"],
         "host": rec.get("host", ""),
         "started_at": rec.get("started_at", ""),
@@ -79,7 +83,8 @@ def collect(expected: Iterable[str | os.PathLike], study: str, experiment_of=Non
             **params,
             "rep": int(rep) if str(rep).isdigit() else rep,
             "metric": "", "value": float("nan"), "unit": "", "status": "not-run",
-            "failure": "", "system_kind": system_kind_of(rel) if system_kind_of else "",
+            "failure": "", "failure_kind": "", "failure_load": "",
+            "system_kind": system_kind_of(rel) if system_kind_of else "",
             "host": "", "started_at": "", "git_sha": "", "tool_versions": "", "raw_file": rel,
         })
     return order_columns(pd.DataFrame(rows))
