@@ -319,3 +319,19 @@ def test_render_check_passes_the_rehearsal_page_and_the_failed_list(tmp_path, mo
     assert {p["page"] for p in res["pages"]} == {"index.html", "demo.html", "rehearsal.html"}
     reh = next(p for p in res["pages"] if p["page"] == "rehearsal.html")
     assert reh["tables"] == 5 and not reh["wide"]  # studies; mpifuse: checks, failed jobs, jobs; tco: checks
+
+
+def test_the_retry_policy_the_failed_list_cites_holds():
+    """The failed list points to workflow/README.md's "Failures and retries": every kind has its row
+    there, and no profile retries a failed job (Snakemake's retries would retry a crash too)."""
+    import yaml
+    from repro.testing import REPO
+
+    readme = (REPO / "workflow/README.md").read_text()
+    section = readme[readme.index("### Failures and retries"):readme.index("## Aggregation")]
+    assert all(f"| `{k}`" in section for k in failures.KINDS)
+    assert "| `crash` (a fault: SIGSEGV, SIGABRT, a caught signal; a kill) | the code's | **never**" in section
+    for profile in ("slurm", "local"):
+        cfg = yaml.safe_load((REPO / "profiles" / profile / "config.yaml").read_text())
+        assert cfg.get("retries", 0) == 0, profile
+        assert not cfg.get("slurm-requeue"), profile  # opt-in for a site; it requeues lost nodes only
