@@ -256,21 +256,27 @@ def test_rehearsal_page_with_the_new_keys(tmp_path):
     folder = tmp_path / "results/rehearsal"
     _older_rehearsal(folder, tmp_path / "work")
     s = json.loads((folder / "summary.json").read_text())
-    s["git"] = {"commit": "f5817d4abc", "tree": "9e1c0ffee", "source": ".repro-source"}
+    s["git"] = {"commit": "f5817d4abc", "tree": "9e1c0ffee", "dirty": True, "source": "copy of /work/main (git)"}
+    s["started_at"] = "2026-11-28T09:30:00Z"
     s["studies"]["mpifuse"]["sides"] = {"mpifuse.sif": "image", "homefs": "host build: its image fetches from "
                                                                           "github.com"}
     s["studies"]["mpifuse"]["failed_jobs"] = [
         {"job_id": "121", "rule": "mpifuse_run", "wildcards": "home_3_100KB_1", "state": "FAILED",
          "exit_code": "1:0", "kind": "crash", "evidence": "rank 2 on node2: Caught signal 11"},
         {"job_id": "130", "rule": "memfs_limit_run", "wildcards": "IPoIB_3_1", "state": "TIMEOUT",
-         "exit_code": "0:15", "kind": "", "evidence": "DUE TO TIME LIMIT"}]
+         "exit_code": "0:15", "kind": "", "evidence": ["Slurm: TIMEOUT exit 0:15 on ['node0']", "DUE TO TIME LIMIT"],
+         "completed_later_by": "131"}]
     (folder / "summary.json").write_text(json.dumps(s))
     html = "\n".join(report_rehearsal.body(folder))
-    assert "commit <code>f5817d4abc</code>, tree <code>9e1c0ffee</code> (read from .repro-source)" in html
+    assert ("commit <code>f5817d4abc</code>, working tree <code>9e1c0ffee</code> (with uncommitted changes); "
+            "named by: copy of /work/main (git)") in html
+    assert "<b>When:</b> 2026-11-28 09:30 – 2026-11-28 10:10 UTC" in html  # from its started_at
     assert '<td>mpifuse.sif</td><td class="ok">image</td>' in html
     assert '<td>homefs</td><td class="info">host build: its image fetches from github.com</td>' in html
     fj = report_rehearsal.failed_jobs(report_rehearsal.load(folder)["studies"]["mpifuse"], "")
     assert dict(zip(fj.job, fj.kind)) == {"121": "crash", "130": "timeout"}
+    assert fj.set_index("job").loc["130", "evidence"] == ("Slurm: TIMEOUT exit 0:15 on ['node0']; DUE TO TIME LIMIT "
+                                                          "(re-run: job 131 completed)")
     assert "rank 2 on node2: Caught signal 11" in html
 
 
@@ -335,3 +341,44 @@ def test_the_retry_policy_the_failed_list_cites_holds():
         cfg = yaml.safe_load((REPO / "profiles" / profile / "config.yaml").read_text())
         assert cfg.get("retries", 0) == 0, profile
         assert not cfg.get("slurm-requeue"), profile  # opt-in for a site; it requeues lost nodes only
+
+
+def test_rehearsal_page_from_what_repro_rehearsal_judges(tmp_path):
+    """The study file as repro.rehearsal.judge_study writes it (not a hand-made fixture): the crashed
+    job shows as a crash with its record's message, both jobs with the nodes asked and measured."""
+    from repro import rehearsal as rh
+
+    names = {f"node{i}" for i in range(4)}
+    base = ("JobId={id} JobName=x UserId=root(0) JobState={state} Reason=None ExitCode={code} NodeList={nl} "
+            "NumNodes={n} NumCPUs=8 NumTasks={n} OverSubscribe=NO WorkDir=/var/tmp/w/repro "
+            "Comment=rule_smoke_run_wildcards_{wc} TresPerNode=")
+    jobs = [rh.parse_job_line(base.format(id=19, state="COMPLETED", code="0:0", nl="node[0-3]", n=4, wc=3)),
+            rh.parse_job_line(base.format(id=20, state="FAILED", code="1:0", nl="node[0-1]", n=2, wc=1))]
+    ws = tmp_path / "work"
+
+    def ranks(nodes, job_id):
+        return {"ranks": [{"rank": i, "node": n, "host": n, "slurm_job_id": job_id} for i, n in enumerate(nodes)]}
+
+    rawio.write_json_atomic(ws / "results/smoke/raw/nodes~3/rep~0.json",
+                            {"status": "ok", "host": "node0", "extra": ranks(sorted(names), "19")})
+    rawio.write_json_atomic(ws / "results/smoke/failed/nodes~1/rep~0.json",
+                            {"status": "failed", "host": "node1", "failure_kind": "crash",
+                             "failure": "rank 1 on node1: Caught signal 11 (Segmentation fault)",
+                             "extra": ranks(["node0", "node1"], "20")})
+    res = rh.judge_study(ws, "smoke", jobs, names, dry_run_clean=True)
+    folder = tmp_path / "results/rehearsal"
+    folder.mkdir(parents=True)
+    (folder / "smoke.json").write_text(json.dumps(res))
+    (folder / "summary.json").write_text(json.dumps({"workdir": str(ws), "studies": {"smoke": {
+        "seconds": 36.0, "images_s": 0.0, "snakemake_rc": 1, "jobs": len(res["jobs"]), "records": res["records"],
+        "checks": {k: v["ok"] for k, v in res["checks"].items()}, "failed_jobs": res["failed_jobs"],
+        "not_rehearsed": res["not_rehearsed"], "when": "2026-11-28T12:00:00Z"}}}))
+    html = "\n".join(report_rehearsal.body(folder))
+    fj = report_rehearsal.failed_jobs(report_rehearsal.load(folder)["studies"]["smoke"], str(ws))
+    assert fj.job.tolist() == ["20"] and fj.kind.tolist() == ["crash"]
+    assert "Caught signal 11" in fj.evidence.iloc[0]
+    assert '<td>raw_complete</td><td class="bad">false</td>' in html
+    assert "failure record results/smoke/failed/nodes~1/rep~0.json" in html
+    assert "<td>4: node0, node1, node2, node3</td><td>4: node0, node1, node2, node3</td>" in html
+    assert "<td>2: node0, node1</td><td>2: node0, node1</td>" in html
+    assert "node0 (extra.ranks[0].node), node1 (host)" in html  # the key each node was measured under

@@ -95,13 +95,15 @@ def kind_of(recorded_kind, message: str = "", load=None) -> str:
 
 
 # Slurm's job states (scontrol / sacct) that say the machine lost the job, or its time ran out
-SLURM_KINDS = {"NODE_FAIL": "lost_node", "BOOT_FAIL": "lost_node", "TIMEOUT": "timeout", "DEADLINE": "timeout"}
+SLURM_KINDS = {"NODE_FAIL": "lost_node", "BOOT_FAIL": "lost_node", "PREEMPTED": "lost_node", "TIMEOUT": "timeout",
+               "DEADLINE": "timeout"}
 
 
 def slurm_kind(state: str, record_kind: str = "", record_message: str = "", load=None) -> str:
-    """The kind of a failed Slurm job: NODE_FAIL is a lost node, TIMEOUT a timeout (``overload`` under
-    load); FAILED, OUT_OF_MEMORY, CANCELLED take the kind of the job's failure record where it has one;
-    without a record, OUT_OF_MEMORY is a crash (the kernel killed it) and anything else an error."""
+    """The kind of a failed Slurm job: NODE_FAIL (and BOOT_FAIL, PREEMPTED: the job lost its nodes) is
+    a lost node, TIMEOUT a timeout (``overload`` under load); FAILED, OUT_OF_MEMORY, CANCELLED take the
+    kind of the job's failure record where it has one; without a record, OUT_OF_MEMORY is a crash (the
+    kernel killed it) and anything else an error."""
     state = str(state or "").split()[0].upper() if state else ""
     if state in SLURM_KINDS:
         return kind_of(SLURM_KINDS[state], "", load)

@@ -55,9 +55,11 @@ def _when(s: str):
 
 
 def span(summary: dict) -> str:
-    """When the rehearsal ran: from the first study's start to the last study's end (each study's
-    ``when`` is its end, ``seconds`` its length)."""
+    """When the rehearsal ran: from its ``started_at`` (else the first study's start: each study's
+    ``when`` is its end, ``seconds`` its length) to the last study's end."""
     ends, starts = [], []
+    if _when(summary.get("started_at", "")) is not None:
+        starts.append(_when(summary["started_at"]))
     for st in summary["studies"].values():
         end = _when(st.get("when", ""))
         if end is not None:
@@ -82,9 +84,11 @@ def commit(summary: dict) -> str:
         return NOT_RECORDED
     out = f"commit <code>{esc(g.get('commit') or NOT_RECORDED)}</code>"
     if g.get("tree"):
-        out += f", tree <code>{esc(g['tree'])}</code>"
+        out += f", working tree <code>{esc(g['tree'])}</code>"
+    if g.get("dirty") is not None:
+        out += " (with uncommitted changes)" if g["dirty"] else " (as committed)"
     if g.get("source"):
-        out += f" (read from {esc(g['source'])})"
+        out += f"; named by: {esc(g['source'])}"
     return out
 
 
@@ -170,7 +174,7 @@ def failed_jobs(st: dict, workdir: str) -> pd.DataFrame:
         given = j.get("kind") or rkind
         kind = failures.slurm_kind(j.get("state", ""), given, j.get("evidence") or msg, load)
         evidence = _evidence(j.get("evidence")) if j.get("evidence") else (msg or f"Slurm: {j.get('state', '')}")
-        later = done.get((j.get("rule"), j.get("wildcards")), 0)
+        later = int(j.get("completed_later_by") or 0) or done.get((j.get("rule"), j.get("wildcards")), 0)
         if str(j.get("job_id", "")).isdigit() and later > int(j["job_id"]):
             evidence += f" (re-run: job {later} completed)"
         rows.append({"job": str(j.get("job_id", "")), "rule": j.get("rule", ""), "wildcards": j.get("wildcards", ""),
