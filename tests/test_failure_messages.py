@@ -71,6 +71,7 @@ def test_timeout_and_a_launcher_result_dict():
     ("iozone exited 1 (host x): no output at all", None, LOW, "crash"),
     ("mcbench exited 1: mcbench: get: 12 of 400 operations failed", None, HIGH, "overload"),
     ("mcbench exited 1: mcbench: get: 12 of 400 operations failed", None, LOW, "crash"),
+    ("mcbench exited 1: mcbench: set: 56 of 56 operations failed; 56 x ITEM TOO BIG on h:1", None, HIGH, "crash"),
     ("TimeoutExpired: Command 'x' timed out after 5 seconds", None, LOW, "timeout"),
     ("TimeoutExpired: Command 'x' timed out after 5 seconds", None, HIGH, "overload"),
     ("sha256 of /scratch/f differs from the source", None, HIGH, "error"),

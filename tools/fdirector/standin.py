@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -29,15 +30,38 @@ class StandInError(RuntimeError):
     pass
 
 
-def _wait_for(path: Path, proc: subprocess.Popen, what: str, timeout: float) -> str:
+def _log_tail(log: Path | None, n: int = 1500) -> str:
+    try:
+        text = log.read_text(errors="replace").strip() if log else ""
+    except OSError as exc:
+        return f"its log {log} could not be read ({exc.strerror})"
+    return f"its log {log} ends: {text[-n:]}" if text else f"its log {log} is empty (no output at all)"
+
+
+def _load() -> str:
+    try:
+        la = os.getloadavg()[0]
+    except OSError:
+        return "load unknown"
+    n = os.cpu_count() or 1
+    return f"load {la:.2f} on {n} CPUs ({la / n:.2f} per CPU)"
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, what: str, timeout: float, log: Path | None = None) -> str:
+    """The ready file's content; a start that fails says how (exit status or signal), the log's last
+    lines and, for a timeout, the load it waited under."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if path.exists():
             return path.read_text().strip()
         if proc.poll() is not None:
-            raise StandInError(f"{what} exited ({proc.returncode}) before it was ready; see its log {proc.args}")
+            rc = proc.returncode
+            how = f"killed by {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() \
+                else f"exited {rc}"
+            raise StandInError(f"{what} {how} before it was ready ({' '.join(map(str, proc.args))}); "
+                               + _log_tail(log))
         time.sleep(0.02)
-    raise StandInError(f"{what} not ready within {timeout} s")
+    raise StandInError(f"{what} not ready within {timeout} s (timed out; {_load()}); " + _log_tail(log))
 
 
 def _spawn(owner, argv: list[str], log_path: Path, ready: Path, what: str, timeout: float) -> str:
@@ -47,7 +71,7 @@ def _spawn(owner, argv: list[str], log_path: Path, ready: Path, what: str, timeo
     with open(log_path, "ab") as log:
         owner.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        return _wait_for(ready, owner.proc, what, timeout)
+        return _wait_for(ready, owner.proc, what, timeout, log_path)
     except BaseException:
         owner.stop()
         raise

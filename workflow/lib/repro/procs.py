@@ -205,6 +205,13 @@ def output_tail(stdout="", stderr="", tail: int = 800) -> str:
     return "no output at all"
 
 
+def text_tail(text, tail: int = 800) -> str:
+    """The last ``tail`` characters of one output (a log with stdout and stderr together), or
+    ``no output at all``."""
+    text = _text(text).strip()
+    return text[-tail:] if text else "no output at all"
+
+
 def _fields(proc) -> tuple:
     """(rc, stdout, stderr, timed_out, node) of a CompletedProcess, ChildResult, TimeoutExpired,
     Popen (after communicate) or a launcher's result dict ({rc, stdout, stderr, node})."""
@@ -237,7 +244,6 @@ def failure_message(name: str, proc, *, node=None, tail: int = 800, timeout: flo
     node = node if node is not None else pnode
     host = proc.get("host") if isinstance(proc, dict) and proc.get("host") else socket.gethostname()
     load = load or (proc.get("load") if isinstance(proc, dict) and proc.get("load") else None) or load_now()
-    where = f"node {node}, " if node is not None and not str(node).startswith("node") else (
-        f"{node}, " if node is not None else "")
+    where = "" if node is None else f"node {node}, " if isinstance(node, int) or str(node).isdigit() else f"{node}, "
     head = f"{name or 'a command'}{' ' + what if what else ''} {exit_text(rc, timed_out, timeout)}"
     return f"{head} ({where}host {host}; {load_text(load)}): {output_tail(out, err, tail)}"

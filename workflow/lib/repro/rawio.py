@@ -37,6 +37,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import tempfile
 from pathlib import Path
@@ -177,11 +178,16 @@ _LOST = re.compile(r"node fail|NODE_FAIL|lost (?:a |the )?(?:rank|node|connectio
 _CRASH_SIG = re.compile(r"killed by SIG(?:SEGV|BUS|ABRT|ILL|FPE|SYS|TRAP)|segmentation fault|"
                         r"caught signal|core dumped|bus error|Aborted \(core|signal 11\b", re.I)
 # an operation or job ran past its limit
-_TIMEOUT = re.compile(r"timed? ?out|timeout|TimeoutExpired|TimeoutError|time limit|deadline|"
-                      r"did not (?:start|come up|answer|finish|mount).{0,40}\bin \d", re.I)
+_TIMEOUT = re.compile(r"\btimed? out\b|time-?outs? (?:after|occurred|expired|of \d|while)|TIMEOUT OCCURRED|"
+                      r"TimeoutExpired|TimeoutError|\btimeout:|time limit|deadline|not ready (?:within|after)|"
+                      r"did not (?:start|come up|answer|finish|mount)\b.{0,60}\b(?:in|within|after) \d", re.I)
 # a tool that ended badly (any other signal, a non-zero exit) or operations that failed
 _EXITED = re.compile(r"\bexited (?:with )?(?:status |code )?-?[1-9]\d*|killed by SIG\w+|\bexit (?:status|code) "
                      r"-?[1-9]|returncode -?[1-9]|\brc[ =]-?[1-9]", re.I)
+# a failure that names its own definite cause (a server's refusal, wrong data): never the machine's load
+_DEFINITE = re.compile(r"ITEM TOO BIG|NOT FOUND|CLIENT ERROR|SERVER ERROR|PROTOCOL ERROR|out of memory|"
+                       r"mismatch|differs|wrong|verify errors|value of \d+ bytes|HTTP [45]\d\d(?! *(?:502|503|504))",
+                       re.I)
 _FAILED_OPS = re.compile(r"\d+ (?:of \d+ )?(?:failed )?operations? failed|failed operations|"
                          r"failed requests|requests? failed", re.I)
 
@@ -203,7 +209,8 @@ def classify(why: str, rc: int | None = None, load: dict | None = None) -> str:
     3. ``timeout`` / ``overload``: an operation or job ran past its limit (``timed out``,
        ``timeout``, rc 124); ``overload`` when the load per CPU was above ``OVERLOAD_PER_CPU``;
     4. failed operations of a benchmark (``N of M operations failed``) under a load per CPU above
-       the threshold: ``overload``;
+       the threshold: ``overload`` -- unless the message names a definite cause (a server's refusal
+       such as ITEM TOO BIG or NOT FOUND, wrong data);
     5. ``crash``: any other signal or a tool that exited non-zero (``exited 1``, a negative rc);
     6. ``error``: anything else (bad input, a sanity check such as wrong bytes).
     """
@@ -216,7 +223,7 @@ def classify(why: str, rc: int | None = None, load: dict | None = None) -> str:
         return "crash"
     if _TIMEOUT.search(why) or rc == 124:
         return "overload" if high else "timeout"
-    if high and _FAILED_OPS.search(why):
+    if high and _FAILED_OPS.search(why) and not _DEFINITE.search(why):
         return "overload"
     if _EXITED.search(why) or (rc is not None and rc != 0):
         return "crash"
@@ -255,8 +262,48 @@ def write_failure(raw_path: str | os.PathLike, rec: dict, why: str, kind: str | 
     return write_json_atomic(failure_path(raw_path), rec)
 
 
+def logs_path(raw_path: str | os.PathLike) -> Path:
+    """Where a failed run keeps the full logs of the tools and daemons it started:
+    ``results/<study>/failed/a~1/rep~0.logs/`` beside its failure record."""
+    return failure_path(raw_path).with_suffix(".logs")
+
+
+def keep_logs(raw_path: str | os.PathLike, logs, max_bytes: int = 8 << 20) -> Path | None:
+    """Copy the logs of a failed run (paths of files, or of directories whose ``*.log`` files are
+    taken) to ``logs_path(raw_path)``, each at most its last ``max_bytes``; None if there was none.
+    Never raises: a log that cannot be read is named in ``MISSING`` there."""
+    dest = logs_path(raw_path)
+    files, missing = [], []
+    for p in [logs] if isinstance(logs, (str, os.PathLike)) else list(logs):
+        p = Path(p)
+        if p.is_dir():
+            files += sorted(x for x in p.rglob("*.log") if x.is_file())
+        elif p.is_file():
+            files.append(p)
+        else:
+            missing.append(str(p))
+    if not files and not missing:
+        return None
+    dest.mkdir(parents=True, exist_ok=True)
+    seen: set[str] = set()
+    for f in files:
+        name = f.name if f.name not in seen else f"{f.parent.name}-{f.name}"
+        seen.add(name)
+        try:
+            with open(f, "rb") as src:
+                size = os.fstat(src.fileno()).st_size
+                src.seek(max(0, size - max_bytes))
+                (dest / name).write_bytes(src.read())
+        except OSError as exc:
+            missing.append(f"{f}: {exc.strerror}")
+    if missing:
+        (dest / "MISSING").write_text("\n".join(missing) + "\n")
+    return dest
+
+
 def clear_failure(raw_path: str | os.PathLike) -> None:
     try:
         os.unlink(failure_path(raw_path))
     except FileNotFoundError:
         pass
+    shutil.rmtree(logs_path(raw_path), ignore_errors=True)

@@ -122,7 +122,7 @@ def ceiling_binary() -> str:
     if not os.access(exe, os.X_OK) and not os.environ.get("FUSECEILING_BIN"):
         r = procs.run_child(["make", "-C", str(REPO / "tools" / "fuseceiling")], 120)
         if r.rc != 0:
-            raise OSError(2, f"fuseceiling is not built and make failed: {r.stderr[-300:]}")
+            raise OSError(2, "fuseceiling is not built and " + procs.failure_message("make", r, tail=300))
     if not os.access(exe, os.X_OK):
         raise OSError(2, f"fuseceiling binary {exe} is missing")
     return exe
@@ -275,7 +275,7 @@ class Job:
     def reader(self, cmd_for_path, path):
         r = procs.run_child(cmd_for_path(path), self.timeout)
         if r.rc != 0 or r.timed_out:
-            raise RuntimeError(f"{' '.join(r.cmd)}: rc {r.rc}, timed out {r.timed_out}: {r.stderr[-300:]}")
+            raise RuntimeError(procs.failure_message(" ".join(r.cmd), r, timeout=self.timeout, tail=300))
         return r
 
     def start_fs(self, comm, mode, node, extra=None, stats_name="kpt"):
@@ -374,7 +374,7 @@ class Job:
                 self.notes[variant]["stats_sample"] = {k: res["stats"].get(k) for k in
                                                        ("max_read", "fuse_threads", "mpi_thread_level")}
         except (RuntimeError, OSError) as exc:
-            why = str(exc)
+            why = str(exc).strip() or f"{type(exc).__name__} without a message"
         return res, why
 
     def one_node_read(self, rep, variant, mode, extra, tool, cmdf):

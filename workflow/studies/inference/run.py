@@ -44,7 +44,7 @@ import sys
 import time
 from pathlib import Path
 
-from repro import allocation, cli, rawio
+from repro import allocation, cli, procs, rawio
 from studies.inference import layout
 from tools.locust import parser as lparse
 
@@ -263,11 +263,11 @@ def wait_ready(proc: subprocess.Popen, ready: Path, timeout: float, log: Path) -
                 pass  # a shared file system may show the rename before the bytes; read again
         rc = proc.poll()
         if rc is not None:
-            raise ServerNotUp(f"the server step exited {rc} before it was ready; its output:\n"
-                              f"{log.read_text(errors='replace')[-4000:]}")
+            raise ServerNotUp(f"the server step {procs.exit_text(rc)} before it was ready; its output:\n"
+                              + procs.text_tail(log.read_text(errors="replace"), 4000))
         if time.time() - t0 > timeout:
-            raise ServerNotUp(f"no {ready.name} after {timeout:.0f} s; the server step's output:\n"
-                              f"{log.read_text(errors='replace')[-4000:]}")
+            raise ServerNotUp(f"timed out: no {ready.name} after {timeout:.0f} s ({procs.load_text()}); the server "
+                              "step's output:\n" + procs.text_tail(log.read_text(errors="replace"), 4000))
         time.sleep(0.5)
 
 
@@ -410,9 +410,10 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
                         **_where(info, gen), "placement": pl, "server_url": info.get("url", ""),
                         "server_command": cmd, "driver_command": dcmd, "server_stop": stopped}
         if not (run_dir / "locust_stats.csv").exists():
-            what = "timed out" if rc == 124 else f"exit code {rc}"
+            what = "timed out" if rc == 124 else f"the job {procs.exit_text(rc)}"
             rawio.write_failure(raw, rec, f"no Locust run at {u} user(s): {what}; the output (server log tail "
-                                          f"included):\n{text[-3000:]}")
+                                          f"included):\n{procs.text_tail(text, 3000)}",
+                                "timeout" if rc == 124 else None, rc=rc)
             bad += 1
             continue
         metrics, why, sanity = metrics_of_run(run_dir, weights)
@@ -468,7 +469,9 @@ def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: P
     rc, text = _run_bounded(cmd, cfg["raw_rate"]["seconds"] * 5 + 600, out.with_suffix(".log"))
     if rc != 0 or not out.exists():
         out.unlink(missing_ok=True)
-        rawio.write_failure(raw, rec, f"raw_rate exited {rc}:\n{text[-3000:]}")
+        rawio.write_failure(raw, rec, procs.failure_message(
+            "raw_rate", {"rc": rc, "stdout": text, "timed_out": rc == 124}, tail=3000)
+            + ("" if rc else f"; it wrote no {out}"), "timeout" if rc == 124 else None, rc=rc)
         _progress(f"FAILED {raw}: " + text.strip().splitlines()[-1][:500] if text.strip() else f"FAILED {raw}")
         return 1
     r = json.loads(out.read_text())
@@ -567,7 +570,10 @@ def run_ceiling(cfg: dict, rep: int, driver_exec: list[str] = ()) -> int:
                         "server_url": info.get("url", ""), "server_command": scmd, "driver_command": dcmd,
                         "server_stop": stopped}
         if not (run_dir / "locust_stats.csv").exists():
-            rawio.write_failure(raw, rec, f"no Locust run at {u} user(s) (runner exit {rc}):\n{text[-2000:]}")
+            rawio.write_failure(raw, rec, f"no Locust run at {u} user(s) (the runner "
+                                          f"{'timed out' if rc == 124 else procs.exit_text(rc)}):\n"
+                                          + procs.text_tail(text, 2000), "timeout" if rc == 124 else None,
+                                rc=rc)
             bad += 1
             continue
         metrics, why, sanity = metrics_of_run(run_dir, "none")

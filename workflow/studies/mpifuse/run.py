@@ -29,6 +29,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -180,11 +181,11 @@ class Bench:
         self.watchdog = procs.Watchdog(self._on_timeout)
 
     # ---- failure paths -------------------------------------------------
-    def abort(self, why: str, code: int = 4):
+    def abort(self, why: str, code: int = 4, kind: str | None = None):
         warn(f"rank {self.rank}: FATAL: {why}; aborting the MPI job")
         if self.rank == 0 and self.current_rec is not None:
             try:
-                rawio.write_failure(self.current_out, rawio.finish(self.current_rec), why)
+                rawio.write_failure(self.current_out, rawio.finish(self.current_rec), why, kind)
             except Exception as exc:  # noqa: BLE001
                 warn(f"could not write the failure record: {exc!r}")
         sys.stdout.flush()
@@ -195,7 +196,7 @@ class Bench:
         if self.rank != 0:
             time.sleep(10)  # leave rank 0 the time to write its failure record first
         self.abort(f"timeout: {what} took more than {seconds:.0f} s on rank {self.rank} "
-                   f"(node {self.node}): a hung file system or a lost rank")
+                   f"(node {self.node}): a hung file system or a lost rank", kind="timeout")
 
     def phase(self, seconds: float, what: str):
         bench = self
@@ -306,7 +307,7 @@ class Bench:
                            error=f"timeout: {' '.join(s.cmd[:1])} still running after {self.timeout:.0f} s")
                 break
             if s.rc != 0:
-                res.update(ok=False, error=f"{' '.join(s.cmd)} exited {s.rc}: {s.stderr.strip()[-500:]}")
+                res.update(ok=False, error=procs.failure_message(" ".join(s.cmd), s, tail=500))
                 break
         if res["ok"]:
             res["hash"] = steps[-1].stdout.split()[0] if steps[-1].stdout.split() else ""
@@ -557,6 +558,30 @@ class Bench:
 # --------------------------------------------------------------------------
 # after the launcher: post-mortem records and leftovers
 # --------------------------------------------------------------------------
+# lines of a launcher's log that say why a job ended: a crash, a lost node or rank, a timeout, an abort
+_EVIDENCE = re.compile(r"caught signal|segmentation fault|signal \d+|core dumped|killed by|node fail|lost|"
+                       r"unreachable|timed? ?out|timeout|time limit|MPI_ABORT|abort|FATAL|error", re.I)
+
+
+def log_evidence(log: str | None, rc: int) -> tuple[str, str]:
+    """(the lines of the launcher's log that say why the job ended -- else its last lines, else that
+    there is no log --, the failure's kind: repro.rawio.classify of those lines and the exit status;
+    a job that ended non-zero with nothing recognisable is a crash)."""
+    try:
+        lines = [x.rstrip() for x in Path(log).read_text(errors="replace").splitlines() if x.strip()] if log else []
+    except OSError as exc:
+        lines, missing = [], f"(its log {log} could not be read: {exc.strerror})"
+    else:
+        missing = "(no log named)" if not log else "(its log is empty)"
+    hits = [x for x in lines if _EVIDENCE.search(x)]
+    if len(hits) > 9:  # the first lines (the cause) and the last (how it ended)
+        hits = hits[:6] + ["..."] + hits[-3:]
+    text = " | ".join(hits or lines[-5:]) or missing
+    text = text if len(text) <= 3000 else text[:2000] + " ... " + text[-1000:]
+    kind = rawio.classify(text, rc)
+    return text, ("crash" if kind == "error" and rc else kind)
+
+
 def finish(args, cfg) -> int:
     """Runs on the batch node after mpirun/srun: lazy-unmount and remove what the run left
     behind, and give every expected raw file that neither exists nor has a failure record one
@@ -583,6 +608,7 @@ def finish(args, cfg) -> int:
     if args.finish == 0:
         return 0
     kind = layout.system_kind(cfg, args.source)
+    evidence, fkind = log_evidence(args.log, args.finish)
     n = 0
     for v in args.variants:
         out = layout.raw_path(args.source, v, args.nodes, args.size, args.rep, args.raw_dir)
@@ -592,9 +618,9 @@ def finish(args, cfg) -> int:
                                {"source": args.source, "variant": v, "nodes": args.nodes, "size": args.size},
                                args.rep, kind)
         rec["extra"] = {"job_tag": tag, "launcher_rc": args.finish, "log": args.log or ""}
-        why = (f"the job ended with exit status {args.finish} before this use case finished "
-               f"(a lost rank, an MPI abort or a time limit; see {args.log or 'the log'})")
-        rawio.write_failure(out, rec, why)
+        why = (f"the job ended with exit status {args.finish} before this use case finished; "
+               f"the launcher's log ({args.log or 'not named'}) says: {evidence}")
+        rawio.write_failure(out, rec, why, fkind)
         n += 1
     warn(f"finish: launcher exit status {args.finish}; {n} failure record(s) written for unfinished use cases")
     return 0
@@ -631,7 +657,7 @@ def main(argv=None) -> int:
     try:
         return bench.run()
     except Exception as exc:  # noqa: BLE001 -- any error on one rank must end every rank now
-        bench.abort(f"unexpected error {exc!r}\n{traceback.format_exc()}")
+        bench.abort(f"unexpected error {exc!r}\n{traceback.format_exc()}", kind="crash")
         raise
 
 

@@ -29,7 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from repro import allocation, cli, rawio
+from repro import allocation, cli, procs, rawio
 from studies.serverless import layout
 from studies.serverless import placement as place
 from tools.fdirector import director as fd
@@ -67,6 +67,7 @@ class Platform:
             try:
                 self.local.start()
             except BaseException:
+                _save_logs(Path(self._tmp.name))
                 self._tmp.cleanup()
                 raise
             self.url = self.local.url
@@ -79,7 +80,7 @@ class Platform:
             done = subprocess.run([deploy, "url", "--kubeconfig", kube, "--function", self.function],
                                   capture_output=True, text=True)
             if done.returncode != 0:
-                raise fd.DirectorError(f"{deploy} url failed: {done.stderr.strip()[-500:]}")
+                raise fd.DirectorError(procs.failure_message(f"{deploy} url", done, tail=500))
             self.url = done.stdout.strip().splitlines()[-1]
             self.scale = fd.command_scaler([deploy, "scale", "--kubeconfig", kube, "--function", self.function,
                                             "--replicas", "{n}"])
@@ -97,6 +98,8 @@ class Platform:
         if self.local is not None:
             self.local.stop()
         if self._tmp is not None:
+            if exc[0] is not None:  # the platform's logs for the failure records (its state dir goes now)
+                _save_logs(Path(self._tmp.name))
             self._tmp.cleanup()
 
 
@@ -132,10 +135,28 @@ def _stamp(rec: dict) -> None:
         rec.setdefault("sanity", {})["cluster_shape_mismatch"] = shape["mismatch"]
 
 
+_SAVED_LOGS: list[Path] = []  # copies of the stand-in platform's logs of a failed start or run
+
+
+def _save_logs(state_dir: Path) -> None:
+    """Copy the stand-in platform's logs (its temporary state directory is removed on exit) so that
+    the failure records written after it keep them (``rawio.keep_logs``)."""
+    import shutil
+    import tempfile
+
+    logs = sorted(state_dir.rglob("*.log")) if state_dir.exists() else []
+    if logs:
+        keep = Path(tempfile.mkdtemp(prefix="serverless-logs-"))
+        for f in logs:
+            shutil.copy2(f, keep / f.name)
+        _SAVED_LOGS.append(keep)
+
+
 def _fail(raw: str, rec: dict, why: str) -> None:
     _stamp(rec)
     rawio.write_failure(raw, rec, why)
-    _progress(f"FAILED {raw}: {why}")
+    kept = rawio.keep_logs(raw, _SAVED_LOGS) if _SAVED_LOGS else None
+    _progress(f"FAILED {raw}: {why}" + (f" (logs: {kept})" if kept else ""))
 
 
 def _ok(raw: str, rec: dict, director_raw: dict | None, where: dict | None = None) -> None:

@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from repro import allocation, cli, provenance, rawio
+from repro import allocation, cli, procs, provenance, rawio
 from studies.storage import layout, placement
 from tools.common import free_port
 from tools.cosbench import gen as cosgen
@@ -142,7 +142,7 @@ def run_cosbench(cfg: dict, stack: str, info: dict, size: str, workers: int, out
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=c["timeout_s"])
     (outdir / "driver.log").write_text(r.stdout + r.stderr)
     if r.returncode != 0:
-        raise RuntimeError(f"cosbench-driver exit {r.returncode}: {(r.stderr or r.stdout)[-2000:]}")
+        raise RuntimeError(procs.failure_message("cosbench-driver", r, tail=2000))
     metrics = cosbench_metrics(outdir)
     return metrics, {"workload": name, "exit": r.returncode}
 
@@ -287,12 +287,20 @@ class StackJob:
                 **({"mdtest_tasks": tasks_at} if tasks_at is not None else {}),
                 "checks": placement.checks(self.alloc, self.pl, driver, daemons, tasks_at)}
 
-    def fail_all(self, keys, why: str) -> None:
+    def keep_logs(self, raw) -> None:
+        """The daemons' full logs (STATE/log/*.log, systems/storage_common/daemons.py) beside the failure
+        record: ``down`` removes the state directory."""
+        kept = rawio.keep_logs(raw, [self.state / "log"])
+        if kept:
+            say(f"daemon logs kept in {kept}")
+
+    def fail_all(self, keys, why: str, kind: str | None = None) -> None:
         for k in keys:
             rec = self.record(self.params_of[k])
             rec["extra"] = {"state": str(self.state),
                             "placement": {"allocation": self.alloc.as_dict(), "plan": self.pl.as_dict()}}
-            rawio.write_failure(self.raws[k], rec, why)
+            rawio.write_failure(self.raws[k], rec, why, kind)
+            self.keep_logs(self.raws[k])
             say(f"FAILED {self.raws[k]}: {why.splitlines()[0] if why else ''}")
 
     def up(self) -> bool:
@@ -303,10 +311,16 @@ class StackJob:
         args = stack_args(self.cfg, stack, self.state, self.local, self.pl)
         say(f"{stack}: up ({' '.join(args)})")
         t0 = time.monotonic()
-        r = subprocess.run(stack_cmd(stack, "up", self.state, *args), capture_output=True, text=True, timeout=900)
+        try:
+            r = subprocess.run(stack_cmd(stack, "up", self.state, *args), capture_output=True, text=True,
+                               timeout=900)
+        except subprocess.TimeoutExpired as exc:
+            self.fail_all(list(self.params_of), f"{stack} did not come up: "
+                          + procs.failure_message("stack.py up", exc, tail=4000), "timeout")
+            return False
         if r.returncode != 0:
-            self.fail_all(list(self.params_of),
-                          f"{stack} did not come up (stack.py up exit {r.returncode}):\n{r.stderr[-4000:]}")
+            self.fail_all(list(self.params_of), f"{stack} did not come up: "
+                          + procs.failure_message("stack.py up", r, tail=4000))
             return False
         self.info = info = json.loads((self.state / "stack.json").read_text())
         if stack == "lustre-minio":  # what MinIO's drive really is (Lustre or not), from the mount table
@@ -360,9 +374,11 @@ class StackJob:
         except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
             rec["extra"] = {"tool_output": layout.tool_dir(raw), "placement": self.placement_of()}
             dead = stack_status(stack, self.state) if needs_daemons else None
-            why = f"{e}" + (f"\nstack status:\n{dead}" if dead else "")
-            rawio.write_failure(raw, rec, why)
-            say(f"FAILED {raw}: {str(e).splitlines()[0]}")
+            why = (f"{type(e).__name__}: {e}" if not str(e).strip() or isinstance(e, subprocess.TimeoutExpired)
+                   else f"{e}") + (f"\nstack status:\n{dead}" if dead else "")
+            rawio.write_failure(raw, rec, why, "timeout" if isinstance(e, subprocess.TimeoutExpired) else None)
+            self.keep_logs(raw)
+            say(f"FAILED {raw}: {why.splitlines()[0]}")
             if dead:
                 self.fail_all(rest, f"{stack} died during an earlier configuration:\n{dead}")
                 return 1 + len(rest), True
@@ -470,7 +486,7 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
                     r = subprocess.run(fio_argv(cfg, d, out, prefix), capture_output=True, text=True, timeout=7200)
                     (out / "fio-runner.log").write_text(r.stdout + r.stderr)
                     if r.returncode != 0:
-                        raise RuntimeError(f"fio on {node} exit {r.returncode}: {r.stderr[-2000:]}")
+                        raise RuntimeError(procs.failure_message("fio", r, node=node, tail=2000))
                     files = sorted(out.glob("*~*.json"))
                     measured = json.loads(where.splitlines()[0]) if where.strip() else {}
                 else:
@@ -497,7 +513,7 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
             (out / "ceiling.log").write_text(r.stdout + r.stderr)
             if r.returncode != 0:
-                raise RuntimeError(f"cosbench-driver ceiling exit {r.returncode}: {r.stderr[-2000:]}")
+                raise RuntimeError(procs.failure_message("cosbench-driver ceiling", r, tail=2000))
             for row in json.loads((out / "ceiling.json").read_text())["rows"]:
                 if row["succ_ratio"] < 1:
                     raise RuntimeError(f"ceiling {row['size']} {row['workers']} {row['op']}: succ {row['succ_ratio']}")
@@ -506,7 +522,8 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
                                    rawio.metric("bandwidth", row["bytes_per_s"], "B/s", **lab),
                                    rawio.metric("avg_res_time", row["avg_res_ms"], "ms", **lab)]
     except (RuntimeError, SystemExit, subprocess.TimeoutExpired, OSError, ValueError) as e:
-        rawio.write_failure(raw, rec, str(e) or repr(e))
+        rawio.write_failure(raw, rec, str(e).strip() or repr(e),
+                            "timeout" if isinstance(e, subprocess.TimeoutExpired) else None)
         say(f"FAILED {raw}: {e}")
         return 1
     rec["sanity"] = {"exit": 0}

@@ -80,8 +80,10 @@ def run_bench(cfg: dict, tmp: Path, source: str, nodes: int, size: str, rep: int
     env = mpi_env()
     p = subprocess.run(["timeout", "-k", "10", str(timeout), *cmd], capture_output=True, text=True, env=env,
                        cwd=REPO)
-    fin = subprocess.run([PY, "-m", "studies.mpifuse.run", "--finish", str(p.returncode), *common],
-                         capture_output=True, text=True, env=env, cwd=REPO)
+    log = tmp / f"{tag}.log"  # the rule's log: the launcher's output, which --finish reads for why it ended
+    log.write_text(p.stdout + p.stderr)
+    fin = subprocess.run([PY, "-m", "studies.mpifuse.run", "--finish", str(p.returncode), *common,
+                          "--log", str(log)], capture_output=True, text=True, env=env, cwd=REPO)
     p.finish = fin
     return p
 

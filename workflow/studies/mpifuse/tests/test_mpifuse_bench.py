@@ -204,5 +204,13 @@ def test_a_lost_rank_ends_the_job_with_failure_records(tmp_path, mpifuse_ready):
     for v in ("passthrough", "osr"):
         f = tmp_path / f"results/mpifuse/raw/source~scratch/variant~{v}/nodes~2/size~64KB/rep~0.json"
         assert not f.exists()
-        assert rawio.read(rawio.failure_path(f))["status"] == "failed"
+        rec = rawio.read(rawio.failure_path(f))
+        assert rec["status"] == "failed"
+        assert rec["failure_kind"] in rawio.FAILURE_KINDS and set(rec["failure_load"]) == {"loadavg_1m", "ncpu"}
+    # the use case that never ran: its reason is the launcher's own words from the log, never empty
+    never = rawio.read(rawio.failure_path(tmp_path / "results/mpifuse/raw/source~scratch/variant~osr/nodes~2/"
+                                                     "size~64KB/rep~0.json"))
+    assert f"exit status {p.returncode}" in never["failure"] and "the launcher's log" in never["failure"]
+    assert never["failure"].split("says: ", 1)[1].strip() not in ("", "(its log is empty)", "(no log named)")
+    assert never["failure_kind"] in ("crash", "lost_node")
     assert str(tmp_path) not in Path("/proc/self/mounts").read_text()

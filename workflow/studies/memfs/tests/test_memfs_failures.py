@@ -1,0 +1,38 @@
+"""A memfs job that fails says why (issue 27): the failure record names the tool, what it said on
+stderr, the server, the kind of failure and the load, with a fault injected into a real run (the
+local launcher's namespace cluster, real memcached servers, the real mcbench)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from repro import rawio
+
+from systems.mtc.tests.mtc_testlib import memfs_cfg, mpi_env
+
+pytestmark = pytest.mark.usefixtures("built")
+PY = sys.executable
+
+
+def test_limit_run_with_values_memcached_refuses_names_mcbench_op_error_and_server(tmp_path):
+    """Values larger than memcached's item size (-I): every set fails with ITEM TOO BIG. Before issue
+    27 the record said "node 0: mcbench exited 1: " and nothing else."""
+    cfg = memfs_cfg(limit={"networks": ["IPoIB"], "nodes": [1], "seconds": 0.3, "iperf_seconds": 1, "repeats": 1,
+                           "value_size": 4 << 20})
+    out = "results/memfs/raw/limit/network~IPoIB/nodes~1/rep~0.json"
+    r = subprocess.run([PY, "-m", "studies.memfs.run", "limit", "--network", "IPoIB", "--nodes", "1", "--rep", "0",
+                        "--config", json.dumps(cfg), "--launcher", "local", "--out", out],
+                       cwd=tmp_path, capture_output=True, text=True, env=mpi_env(), timeout=180)
+    assert r.returncode == 1, r.stdout[-2000:]
+    assert not (tmp_path / out).exists()
+    rec = rawio.read(rawio.failure_path(tmp_path / out))
+    why = rec["failure"]
+    assert why.startswith("SanityError: mcbench exited 1 (node 0, host ")
+    assert "mcbench: set: " in why and "operations failed" in why and "none succeeded" in why
+    assert "ITEM TOO BIG on " in why
+    server = rec["extra"]["cluster"]["servers"][0]  # the server the cluster reported, named in the message
+    assert f"on {server}" in why
+    # a tool that exited non-zero with the server's own refusal: the code's, even on a loaded machine
+    assert rec["failure_kind"] == "crash" and "[overload" not in why
+    assert rec["failure_load"]["ncpu"] >= 1 and rec["failure_load"]["loadavg_1m"] is not None
