@@ -121,7 +121,10 @@ def test_limits_and_claims(study, tmp_path):
 
     from studies.storage import claims
 
-    out = claims.build(df, lim, published.load(REPO / "workflow/studies/storage/published.csv"))
+    from repro import claims as rclaims
+
+    out = claims.build(df, lim, published.load(REPO / "workflow/studies/storage/published.csv"),
+                       rclaims.at_scale(cfg, "local"))
     by = {c.claim_id: c for c in out}
     assert by["cosbench_peak_throughput"].verdict == "informative"
     # Lustre+MinIO is a local stand-in here: its comparisons are informative, the relation in the note
