@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from repro import allocation, cli, procs, provenance, rawio
-from studies.storage import layout, placement
+from studies.storage import layout, lustre, placement
 from tools.common import free_port
 from tools.cosbench import gen as cosgen
 from tools.cosbench import parser as cosparse
@@ -421,6 +421,16 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, al
     if why_not:
         say(f"{stack}: not run: {why_not}")
         return 2
+    not_lustre = lustre.refusal(cfg["paths"].get("lustre_dir")) if stack == "lustre-minio" else None
+    if not_lustre:  # issue 28: a directory that is not Lustre is refused at job start, naming the key
+        print(f"storage: {not_lustre}", file=sys.stderr)
+        for c in confs:
+            rec = rawio.new_record(layout.STUDY, benchmark, {"stack": stack, "benchmark": benchmark, "size": c["size"],
+                                                             "workers": c["workers"], "nodes": cfg["nodes"][0]},
+                                   rep, kind, {})
+            rawio.write_failure(layout.raw_path(stack, benchmark, c["size"], c["workers"], rep), rec, not_lustre,
+                                "error")
+        return 1
     alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
     job = StackJob(cfg, stack, benchmark, rep, confs, kind, alloc)
     signal.signal(signal.SIGTERM, _terminate)
@@ -472,6 +482,9 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
             from tools.fio import parser as fparse
             from tools.fio import runner as frunner
 
+            not_lustre = lustre.refusal(cfg["paths"].get("lustre_dir"))
+            if not_lustre:  # fio would measure another file system under Lustre's name
+                raise RuntimeError(not_lustre)
             alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
             base, prefix, node = fio_place(cfg, alloc)
             d = base / f"fio-{os.getpid()}"
