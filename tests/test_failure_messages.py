@@ -155,3 +155,13 @@ def test_runner_kinds(tmp_path):
 
     rc, got = _run(tmp_path, empty_reason)
     assert got["failure"] == "probe failed without saying why"
+
+
+def test_run_child_results_say_exit_and_timeout():
+    """The ChildResult of repro.procs.run_child (mpifuse's and fusespeed's readers) through the helper."""
+    r = procs.run_child(["sh", "-c", "echo 'short read' >&2; exit 4"], 10)
+    assert procs.failure_message("sha256sum /x", r).startswith("sha256sum /x exited 4 (host ")
+    assert procs.failure_message("sha256sum /x", r).endswith("short read")
+    r = procs.run_child(["sleep", "5"], 0.3)
+    msg = procs.failure_message("sleep 5", r, timeout=0.3)
+    assert r.timed_out and "sleep 5 timed out after 0.3 s (killed)" in msg and "no output at all" in msg

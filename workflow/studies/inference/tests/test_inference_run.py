@@ -73,6 +73,10 @@ def test_a_server_that_does_not_come_up_fails_every_user_count(tmp_path, monkeyp
     assert serve.failure.str.contains("the server step exited 1 before it was ready").all()
     assert serve.failure.str.contains("no .*tfserving/resnet50/<version>/", regex=True).all()
     assert serve.value.isna().all()
+    from repro import rawio
+
+    recs = [rawio.read(f) for f in sorted((tmp_path / "results" / "inference" / "failed").rglob("*.json"))]
+    assert len(recs) == 2 and all(r["failure_kind"] == "crash" for r in recs)  # a server step that exited 1
     assert run.run_serve(cfg, "tfserving", "wav2vec2", 0, models) == 2  # the paper's gap is refused
 
 

@@ -148,4 +148,28 @@ def test_missing_images_fail_loudly(built, tmp_path):
     assert p.returncode == 1
     raw = layout.raw_path(layout.image_params("processing", "openfaas", 1), 0)
     assert not (tmp_path / raw).exists()
-    assert "no test images" in rawio.read(tmp_path / rawio.failure_path(raw))["failure"]
+    rec = rawio.read(tmp_path / rawio.failure_path(raw))
+    assert "no test images" in rec["failure"] and rec["failure_kind"] == "error"  # bad input, not the machine
+
+
+def test_a_platform_that_cannot_start_says_why_and_its_log_is_kept(built, tmp_path, monkeypatch):
+    """An injected fault, a real faas-standin: it cannot bind an address this host does not have. The
+    error names how it ended and the log's own words; a failure record written after it keeps the
+    platform's log beside it (the platform's state directory is gone by then)."""
+    from studies.serverless import run
+
+    state = tmp_path / "platform"
+    with pytest.raises(standin.StandInError) as err:
+        standin.LocalPlatform("openfaas", "reverse", state_dir=state, listen="203.0.113.7").start()
+    why = str(err.value)
+    assert "faas-standin up --kind openfaas exited 1 before it was ready" in why
+    assert "cannot assign requested address" in why and "standin.log ends:" in why
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(run, "_SAVED_LOGS", [])
+    run._save_logs(state)
+    raw = layout.raw_path(layout.image_params("processing", "openfaas", 1), 0)
+    rec = rawio.new_record("serverless", "image", layout.image_params("processing", "openfaas", 1), 0, "real", {})
+    run._fail(raw, rec, f"StandInError: {why}")
+    got = rawio.read(rawio.failure_path(raw))
+    assert got["failure_kind"] == "crash" and "cannot assign requested address" in got["failure"]
+    assert "bind: cannot assign" in (rawio.logs_path(raw) / "standin.log").read_text()

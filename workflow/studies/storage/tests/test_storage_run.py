@@ -184,6 +184,10 @@ def test_a_daemon_killed_mid_run_fails_the_job_with_its_log(study, stack, daemon
     for w in (5, 6):
         rec = rawio.read(rawio.failure_path(cwd / layout.raw_path(stack, "cosbench", "4KB", w, 0)))
         assert f"DEAD: {daemon}" in rec["failure"] and f"{daemon}.log" in rec["failure"], rec["failure"]
+        # the daemons' full logs beside the failure record (the stack's state directory is gone)
+        kept = rawio.logs_path(cwd / layout.raw_path(stack, "cosbench", "4KB", w, 0))
+        assert (kept / f"{daemon}.log").is_file(), sorted(kept.iterdir()) if kept.exists() else "no logs kept"
+        assert rec["failure_kind"] in ("crash", "lost_node", "error", "timeout", "overload")
     assert f"{stack}: down" in out
     assert not processes_mentioning(str(cwd / "work"))
     assert not mounts_under(cwd / "work")
