@@ -86,7 +86,8 @@ rule report_check:
     resources:
         **analysis_resources(),
     params:
-        studies=" ".join(STUDY_REPORT),
+        # the front page must link every study page and every page beside them
+        studies=" ".join(list(STUDY_REPORT) + [os.path.basename(p)[: -len(".html")] for p in EXTRA_REPORT_PAGES]),
         pdf=lambda wc, input: f"--pdf {input.pdf}" if input.pdf else "",
     shell:
         "python3 -m repro.report_check --dir paper --studies '{params.studies}' {params.pdf}"

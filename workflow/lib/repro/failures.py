@@ -5,18 +5,18 @@ the code's (a crash, an error), so that the report lists them apart and the retr
 Kinds:
 
 * ``crash``: a process died of a fault (SIGSEGV, SIGBUS, SIGABRT, a signal a library caught, a
-  core dump) or was killed by a signal. Never retried: it always shows.
+  core dump), was killed by a signal or exited non-zero. Never retried: it always shows.
 * ``lost_node``: a node of the job went away (Slurm's NODE_FAIL, a node failure, a peer that
   became unreachable). The machine's: may be retried.
 * ``timeout``: an operation or the job ran past its limit, on a machine that was not overloaded
   (or whose load was not measured).
 * ``overload``: a timeout while the 1-minute load average per CPU exceeded
   ``OVERLOAD_LOAD_PER_CPU``: the machine's, re-run by ``--resume`` / a second pass.
-* ``error``: anything else (a sanity check that failed, a tool's own error).
+* ``error``: anything else (a sanity check that failed: wrong bytes, bad input).
 
-A failure record written by ``repro.rawio.write_failure`` may carry its kind (``failure_kind``)
-and the load it measured (``failure_load: {loadavg_1m, ncpu}``); older records carry only the
-message, and :func:`classify` reads the kind from the message text. :func:`kind_of` is the one
+A failure record written by ``repro.rawio.write_failure`` carries its kind (``failure_kind``) and
+the load it measured (``failure_load: {loadavg_1m, ncpu}``); older records carry only the message,
+and :func:`classify` reads the kind from the message text with rawio's own rules. :func:`kind_of` is the one
 place the report decides a failed run's kind (the record's own, else the message's), and
 :func:`slurm_kind` a failed Slurm job's.
 """
@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 
-from repro import procs
+from repro import procs, rawio
 
 KINDS = ("crash", "lost_node", "timeout", "overload", "error")
 # A job that fills its CPUs shows a load of about 1 per CPU by itself; 1.5 means at least half as
@@ -34,34 +34,25 @@ KINDS = ("crash", "lost_node", "timeout", "overload", "error")
 # The same threshold as repro.rawio's for the records it writes (repro.procs.OVERLOAD_PER_CPU).
 OVERLOAD_LOAD_PER_CPU = getattr(procs, "OVERLOAD_PER_CPU", 1.5)
 
-# Checked in this order on each clause of the message; the first kind with a match wins. A fault
-# is the root cause of whatever follows it (the other ranks' timeouts, their termination); a lost
-# node explains the timeouts after it; a kill by a plain signal (SIGKILL, SIGTERM) comes after a
-# timeout because a time limit is what usually sends it.
-PATTERNS: list[tuple[str, re.Pattern]] = [
-    ("crash", re.compile(r"SIGSEGV|SIGBUS|SIGABRT|SIGILL|SIGFPE|Segmentation fault|Caught signal|core dumped"
-                         r"|Bus error|signal (11|6|7|4|8)\b|(exit status|exit code|rc)[ =:]*(13[2-6]|139)\b"
-                         r"|(rc|returncode|exit status|exit code)[ =:]*-(11|6|7|4|8)\b", re.I)),
-    ("lost_node", re.compile(r"NODE_FAIL|node fail(ure|ed)|lost (node|rank|connection to node)|unreachable"
-                             r"|No route to host|Host is down", re.I)),
-    ("timeout", re.compile(r"timed? ?out|time limit|deadline exceeded|took more than", re.I)),
-    ("crash", re.compile(r"Killed by signal|exited on signal|died with <Signals\.|SIGKILL|SIGTERM|OUT_OF_MEMORY"
-                         r"|oom[- ]kill|(exit status|exit code|rc)[ =:]*(137|143)\b"
-                         r"|(rc|returncode|exit status|exit code)[ =:]*-(9|15)\b", re.I)),
-]
-# A clause that lists possibilities ("a lost rank, an MPI abort or a time limit") is a guess the
-# message offers, not evidence of what happened: it is not read.
+# A clause that lists possibilities ("a lost rank, an MPI abort or a time limit", as mpifuse's older
+# records said of any job that ended early) is a guess the message offers, not evidence of what
+# happened: it is not read.
 _CLAUSES = re.compile(r"[;()\n\[\]]")
 _HEDGE = re.compile(r"\bor\b|\bperhaps\b|\bmaybe\b|\bpossibly\b|\blikely\b", re.I)
+# what repro.rawio.write_failure appends to an overload's message: "[overload: load 29.00 on 2 CPUs ...]"
+_OVERLOAD_NOTE = re.compile(r"^\s*overload: load \d")
 
 
 def classify(message: str) -> str:
-    """The kind a failure message tells, by the patterns above (``error`` when none matches)."""
+    """The kind a failure message tells: repro.rawio.classify's rules (the ones every record written
+    now was classified by: a lost node, then a crash signal, then a timeout, then any other signal or
+    non-zero exit as a crash, else an error), read over the message's clauses that are not guesses;
+    the overload note rawio appends is an overload."""
     clauses = [c for c in _CLAUSES.split(str(message or "")) if c.strip() and not _HEDGE.search(c)]
-    for kind, pat in PATTERNS:
-        if any(pat.search(c) for c in clauses):
-            return kind
-    return "error"
+    if any(_OVERLOAD_NOTE.match(c) for c in clauses):
+        return "overload"
+    kind = rawio.classify("; ".join(c.strip() for c in clauses))
+    return kind if kind in KINDS else "error"
 
 
 def load_per_cpu(load) -> float | None:
