@@ -312,8 +312,8 @@ def failed_table(failed: pd.DataFrame, link: bool, limit: int = MAX_ROWS) -> str
     out = [f"<p><b>Failed runs by kind:</b> {esc(kind_counts(failed))}. <i>crash</i> (a fault or a kill signal) and "
            "<i>error</i> are the code's: never retried, always shown; <i>lost_node</i>, <i>timeout</i> and "
            "<i>overload</i> (a timeout while the load per CPU exceeded "
-           f"{failures.OVERLOAD_LOAD_PER_CPU}) are the machine's: a lost node may be retried, a timeout is re-run "
-           "by <code>--resume</code> and shows as such (workflow/README.md, \"Failures and retries\").</p>",
+           f"{failures.OVERLOAD_LOAD_PER_CPU}) are the machine's: a lost node may be requeued by Slurm, a timeout is "
+           "re-run by the next pass and listed here until then (workflow/README.md, \"Failures and retries\").</p>",
            "<table><tr><th>study</th><th>configuration</th><th>rep</th><th>kind</th><th>evidence (the failure "
            "message)</th><th>load</th><th>node</th></tr>"]
     for r in rows.head(limit).itertuples(index=False):
