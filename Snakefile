@@ -29,6 +29,7 @@ include: "workflow/studies/serverless/rules.smk"
 include: "workflow/studies/inference/rules.smk"
 include: "workflow/rules/containers.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/selfcheck.smk"
 
 
 rule all:

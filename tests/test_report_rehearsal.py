@@ -333,6 +333,11 @@ def test_render_check_passes_the_rehearsal_page_and_the_failed_list(tmp_path, mo
     assert {"index.html", "demo.html", "rehearsal.html"} <= {p["page"] for p in res["pages"]}  # (and other pages)
     reh = next(p for p in res["pages"] if p["page"] == "rehearsal.html")
     assert reh["tables"] == 5 and not reh["wide"]  # studies; mpifuse: checks, failed jobs, jobs; tco: checks
+    # the same pages in the PDF (print.html): nothing runs off an A4 page
+    weasyprint = pytest.importorskip("weasyprint")
+    weasyprint.HTML(filename=str(paper / "print.html")).write_pdf(str(tmp_path / "report.pdf"))
+    pdf = report_check.check_pdf(tmp_path / "report.pdf")
+    assert [p for p in pdf if "pdf_page" in p] == [] and pdf[-1]["pdf_pages"] >= 4
 
 
 def test_the_retry_policy_the_failed_list_cites_holds():

@@ -5,9 +5,10 @@
 import glob
 
 REPORT_PAGES = [f"paper/{s}.html" for s in STUDY_REPORT]
-# pages beside the studies' (repro.report.extra_pages): the cluster rehearsal's evidence
-EXTRA_REPORT_PAGES = ["paper/rehearsal.html"]
+# pages beside the studies' (repro.report.extra_pages): the cluster rehearsal's evidence, the selfcheck
+EXTRA_REPORT_PAGES = ["paper/rehearsal.html", "paper/selfcheck.html"]
 REHEARSAL_DIR = "results/rehearsal"
+SELFCHECK_CSV = "results/selfcheck.csv"  # ./repro selfcheck or rule selfcheck (workflow/rules/selfcheck.smk)
 
 
 def rehearsal_inputs(wildcards):
@@ -16,12 +17,19 @@ def rehearsal_inputs(wildcards):
     return sorted(glob.glob(f"{REHEARSAL_DIR}/*.json"))
 
 
+def selfcheck_inputs(wildcards):
+    """results/selfcheck.csv when it exists (read, never required: the report never runs the selfcheck)."""
+    return [SELFCHECK_CSV] if os.path.exists(SELFCHECK_CSV) else []
+
+
 rule report_html:
     input:
         report_inputs,
         analysis_image_input(),
         rehearsal_inputs,
+        selfcheck_inputs,
         code="workflow/lib/repro/report.py",
+        code_selfcheck="workflow/lib/repro/report_selfcheck.py",
         code_rehearsal="workflow/lib/repro/report_rehearsal.py",
         code_failures="workflow/lib/repro/failures.py",
     output:

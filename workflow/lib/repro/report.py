@@ -418,9 +418,12 @@ class ExtraPage:
 def extra_pages() -> list[ExtraPage]:
     """The pages beside the studies' (each in its own module; a new one is one more entry here)."""
     from repro import report_rehearsal as rh
+    from repro import report_selfcheck as sc
 
     return [ExtraPage(rh.FILE, rh.LABEL, rh.TITLE, lambda ctx: rh.body(ctx.rehearsal),
-                      lambda ctx: rh.summary_line(ctx.rehearsal))]
+                      lambda ctx: rh.summary_line(ctx.rehearsal)),
+            ExtraPage(sc.FILE, sc.LABEL, sc.TITLE, lambda ctx: sc.body(sc.DEFAULT),
+                      lambda ctx: sc.summary_line(sc.DEFAULT))]
 
 
 def nav(studies: list[Study], here: str | None) -> str:

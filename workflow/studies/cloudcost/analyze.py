@@ -167,8 +167,7 @@ def break_even_table(rec: dict, series: pd.DataFrame, pub: pd.DataFrame) -> pd.D
 
 
 def main() -> None:
-    args, _ = cli.parse(__doc__, "raw", "series", "inputs", "published", "measurements", "break-even", "claims",
-                        config=False)
+    args, cfg = cli.parse(__doc__, "raw", "series", "inputs", "published", "measurements", "break-even", "claims")
     tidy.write_csv(tidy.collect([args.raw], STUDY, system_kind_of=lambda p: "model"), args.measurements)
     rec = rawio.read(args.raw)
     series = pd.read_csv(args.series)
@@ -176,7 +175,7 @@ def main() -> None:
     pub = pubvals.load(args.published)
     tidy.write_csv(break_even_table(rec, series, pub), args.break_even)
     out = build_claims(rec, series, inputs, pub, args.break_even)
-    claims.write(out, args.claims)
+    claims.write(out, args.claims, scale=claims.scale_of(cfg))  # no tolerance to scale: relations and info
     print(claims.summary(STUDY, out))
 
 

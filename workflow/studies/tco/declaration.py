@@ -35,8 +35,8 @@ STUDY = Study(
     output_tables={
         "table1": "Table I: CapEx and OpEx for cloud and vehicle execution platform (reproduced beside published)",
         "inputs": "Every input with its formula and source: the derived inputs (hardware = 1/3 x software, "
-        "cloud introduction/purchasing/migration = software) and the cloud price "
-        "0.0204 EUR/h x 730 h / 10 vehicles = 1.4892 EUR beside the paper's rounded 1.49 EUR",
+        "cloud introduction/purchasing/migration = software) and the cloud price of 1.49 EUR per vehicle "
+        "and month, each beside the value the paper's text states",
         "lifecycle": "TCO over the 8.3-year bus life cycle",
         "break_even": "Break-even periods with and without development costs",
     },

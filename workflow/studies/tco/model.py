@@ -9,7 +9,8 @@
 Every number comes from the ``tco`` section of the configuration; an input the paper
 states as a fraction of another (hardware = 1/3 of the software, cloud introduction/
 purchasing/migration = the software amount) is a formula of that input (``fraction_of``),
-and the cloud price is 0.0204 EUR/h x 730 h / 10 vehicles, each item's formula kept
+and a cost item may be an hourly resource shared by vehicles (per_hour x hours / shared_by;
+the configuration gives the paper's 1.49 EUR per vehicle-month as printed), each item's formula kept
 in the raw file beside its value. Writes the
 raw model output (``repro.raw/1``, system_kind ``model``) and the month-by-month
 cumulative series for every fleet size.

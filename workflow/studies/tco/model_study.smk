@@ -3,15 +3,16 @@
 # <study>_aggregate, <study>_figure (the targets <study> and <study>_kick: the Snakefile's):
 #
 #   <study>_run        python3 -m studies.<study>.model --config CFG --<key> OUT ...   (raw files)
-#   <study>_aggregate  python3 -m studies.<study>.analyze --<key> IN ... --published P --<key> OUT ...
+#   <study>_aggregate  python3 -m studies.<study>.analyze --config CFG --<key> IN ... --published P --<key> OUT ...
 #   <study>_figure     python3 -m studies.<study>.<figure> --config CFG --series .. --break-even ..
 #                      --published .. --out results/<study>/figures/<figure>.png
 #
 # Each `--<key>` is a key of the declaration's outputs (underscores become dashes), in the order
 # given, so the commands are those the studies wrote by hand before (same rule names, jobs and
 # command lines; the figure's --config now comes first). The run and figure rules are the engine's
-# analysis_rule (the run's benchmark file keeps its name, <study>_run.tsv); the aggregate takes no
-# --config, so it is written here.
+# analysis_rule (the run's benchmark file keeps its name, <study>_run.tsv); the aggregate takes the
+# whole section (study_json: the claims' tolerances and judging_scale, issue 28) before its files, so
+# it is written here.
 # Included by both studies' rules.smk (defining the function twice is harmless).
 
 
@@ -69,8 +70,11 @@ def model_study(st, *, run_outputs, aggregate_inputs, aggregate_outputs):
             ANALYSIS_IMAGE
         resources:
             **analysis_resources(),
+        params:
+            # the whole section with judging_scale (study_json): its claims' tolerances per scale
+            cfg=lambda wc: study_json(study),
         shell:
-            f"python3 -m studies.{study}.analyze"
+            f"python3 -m studies.{study}.analyze --config {{params.cfg}}"
             + flags("input", [*aggregate_inputs, "published"])
             + flags("output", aggregate_outputs)
             + " > {log} 2>&1"
