@@ -21,7 +21,9 @@ def section(local: bool = True, **overrides) -> dict:
     if local:
         cfg = rc.deep_merge(cfg, yaml.safe_load((REPO / "config/local.yaml").read_text()))
     cfg = rc.deep_merge(cfg, {"serverless": {"enabled": True, **overrides}})
-    return rc.validate(cfg)["serverless"]
+    v = rc.validate(cfg)
+    # the judging scale study_json hands every analysis script (local with local.yaml, else cluster)
+    return {**v["serverless"], "judging_scale": v["judging_scale"]}
 
 
 KIND = {"openfaas": "stand-in:openfaas-watchdog", "nuclio-cpp": "stand-in:nuclio-cpp-shell",
@@ -60,8 +62,10 @@ def paper_like() -> dict:
                     d[("bytes", "single", p, n, s)] = "failed: HTTP 413: request body exceeds the limit"
                     continue
                 x = curve(peak, s, top) * (1.0 if n == (1 if p == "nuclio-go" else 4) else 0.9)
+                # the fastest request of a run: Nuclio Go's "up to four times faster than the average"
                 d[("bytes", "single", p, n, s)] = {"single_mean": x, "single_gmean": 0.96 * x,
-                                                   "single_hmean": 0.92 * x, "throughput": x}
+                                                   "single_hmean": 0.92 * x, "throughput": x,
+                                                   "single_max": (3.9 if p == "nuclio-go" else 1.8) * x}
     par = {"openfaas": (20.0, {1: 0.3, 2: 0.6, 4: 1.0, 8: 0.95, 16: 0.9}),
            "nuclio-cpp": (33.27, {1: 0.2, 2: 0.4, 4: 0.7, 8: 1.0, 16: 0.97}),
            "nuclio-go": (33.25, {1: 0.2, 2: 0.4, 4: 0.7, 8: 1.0, 16: 0.97})}

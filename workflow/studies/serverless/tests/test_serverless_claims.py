@@ -6,6 +6,7 @@ import copy
 
 import pytest
 import serverless_testlib as tl
+from repro import claims
 from studies.serverless import claims as sc
 
 MiB = 2**20
@@ -13,9 +14,12 @@ MiB = 2**20
 IMPOSED = {"bytes_nuclio_go_fails_above_2MiB"}
 
 
-def _verdicts(data, claim, real: bool = False) -> dict:
-    """The claims of one claim function (every item of a per-platform one), by id."""
+def _verdicts(data, claim, real: bool = False, scale: str | None = None) -> dict:
+    """The claims of one claim function (every item of a per-platform one), by id; ``scale``: judged
+    at that scale (claims.at_scale) instead of the local section's."""
     cfg, df, pub = tl.section(), tl.tidy_df(data, real=real), tl.published()
+    if scale:
+        cfg = claims.at_scale(cfg, scale)
     return {c.claim_id: c for b in sc.builders_of(claim) for c in sc.evaluate(b, df, pub, cfg)}
 
 
@@ -120,6 +124,15 @@ CONTRADICTIONS = {
                             _img("processing", "nuclio-cpp", 16, 13.6)),
     "above_baseline": (sc.image_below_baseline, "image_platforms_below_baseline",
                        _img("processing", "baseline", 16, 5.0)),
+    "one_process_per_instance": (sc.image_processes_per_instance, "image_nuclio_two_processes_per_instance",
+                                 _img("processing", "nuclio-cpp", 8, 3.6)),
+    "single_openfaas_peaks_at_1": (sc.single_peak_instances, "bytes_single_peak_instances_openfaas",
+                                   _scale(_of("bytes", "single", "openfaas", 1), 2.0)),
+    "single_go_peaks_at_4": (sc.single_peak_instances, "bytes_single_peak_instances_nuclio-go",
+                             _scale(_of("bytes", "single", "nuclio-go", 4), 1.5)),
+    "go_no_outliers": (sc.nuclio_go_outliers, "bytes_single_nuclio_go_outliers_4x",
+                       _replace(_sgl("nuclio-go"), lambda k, v: {**v, "single_max": 1.2 * v["single_mean"]},
+                                ok_only=True)),
     "openfaas_fastest_single": (sc.bytes_single_order, "bytes_single_nuclio_go_fastest",
                                 _scale(_sgl("openfaas"), 3.0)),
     "single_nuclio_equals_openfaas": (sc.bytes_single_ratio, "bytes_single_ratio_nuclio-cpp_over_openfaas",
@@ -182,6 +195,38 @@ def test_claim_fails_on_contradicting_data(name):
     assert c.verdict == "not reproduced", (c.reproduced, c.published)
     if cid not in IMPOSED:  # the same verdict on stand-in rows
         assert _verdicts(change(tl.paper_like()), builder)[cid].verdict == "not reproduced"
+    # and at cluster scale (the paper's tolerances, schema.yaml serverless.claims)
+    assert _verdicts(tl.paper_like(), builder, real=True, scale="cluster")[cid].verdict == "reproduced"
+    c = _verdicts(change(tl.paper_like()), builder, real=True, scale="cluster")[cid]
+    assert c.verdict == "not reproduced" and c.scale == "cluster", (c.reproduced, c.published)
+
+
+# issue 28: data that passes the local tolerance and contradicts the paper's number at cluster scale
+AT_CLUSTER = {
+    # OpenFaaS at 0.60 of the baseline: below it (all the local band asks), not the paper's 0.36
+    "baseline_fraction": (sc.image_below_baseline, "image_platforms_below_baseline",
+                          _img("processing", "openfaas", 16, 0.6 * 12.58)),
+    # Nuclio Go's fastest request only twice the average: 'well above' locally, not 'up to four times'
+    "go_outliers_2x": (sc.nuclio_go_outliers, "bytes_single_nuclio_go_outliers_4x",
+                       _replace(_sgl("nuclio-go"), lambda k, v: {**v, "single_max": 2.0 * v["single_mean"]},
+                                ok_only=True)),
+    # parallel Nuclio Go 10 % above Nuclio: 'almost identical' within 15 % locally, not the paper's 33.25 vs 33.27
+    "go_10pct_above_nuclio": (sc.bytes_parallel_nuclio_go_equals_nuclio, "bytes_parallel_nuclio_go_equals_nuclio",
+                              _scale(_par("nuclio-go"), 1.1)),
+    # Nuclio 1.85x OpenFaaS on images: in the local 'about 1.5' band [1.25, 1.9], not the paper's rounding
+    "nuclio_1_85x": (sc.image_nuclio_vs_openfaas, "image_nuclio_1_5x_openfaas",
+                     _scale(_of("image", "processing", "nuclio-cpp"), 1.85 / 1.57)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AT_CLUSTER))
+def test_cluster_tolerances_come_from_the_paper(name):
+    builder, cid, change = AT_CLUSTER[name]
+    local = _verdicts(change(tl.paper_like()), builder, real=True, scale="local")[cid]
+    cluster = _verdicts(change(tl.paper_like()), builder, real=True, scale="cluster")[cid]
+    assert local.verdict == "reproduced" and local.scale == "local", (local.reproduced, local.published)
+    assert cluster.verdict == "not reproduced", (cluster.reproduced, cluster.published)
+    assert cluster.tolerance_why and "Sec." in cluster.tolerance_why or "Table" in cluster.tolerance_why
 
 
 def test_every_shape_claim_function_has_a_contradiction():
@@ -207,6 +252,7 @@ def test_a_claim_the_standin_imposes_is_informative_locally():
 
 CLUSTER_SCALE = ("image_peak_at_16_openfaas", "image_peak_at_16_nuclio-cpp", "image_openfaas_small_gain_8_to_16",
                  "image_8_to_16_gain_smaller_for_nuclio", "image_nuclio_flat_8_to_16",
+                 "image_nuclio_two_processes_per_instance",
                  "bytes_parallel_peak_4_or_8_openfaas", "bytes_parallel_peak_4_or_8_nuclio-cpp",
                  "bytes_parallel_peak_4_or_8_nuclio-go")
 
