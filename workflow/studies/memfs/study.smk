@@ -118,9 +118,9 @@ def memfs_run_cfg(exp):
 
 
 def memfs_analysis_cfg(wc):
-    return shlex.quote(
-        json.dumps({k: v for k, v in MEMFS.items() if k != "workflows"}, sort_keys=True)
-    )
+    """The memfs section without memfs.workflows, with the judging scale (repro.claims.tol)."""
+    sub = {k: v for k, v in MEMFS.items() if k != "workflows"}
+    return shlex.quote(json.dumps({**sub, "judging_scale": JUDGING_SCALE}, sort_keys=True))
 
 
 def memfs_figure_rule(name, module, figs, *, lib, cfg, measurements, log_prefix=""):
@@ -191,8 +191,9 @@ def mwf_run_cfg(wc):
 
 
 def mwf_cfg(wc):
-    """The whole memfs.workflows section (Table 2.3, the figures and the claims read it)."""
-    return shlex.quote(json.dumps(MWF, sort_keys=True))
+    """The whole memfs.workflows section (Table 2.3, the figures and the claims read it), with the
+    judging scale (repro.claims.tol)."""
+    return shlex.quote(json.dumps({**MWF, "judging_scale": JUDGING_SCALE}, sort_keys=True))
 
 
 def mwf_raw_inputs(wildcards):

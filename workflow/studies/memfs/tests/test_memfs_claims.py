@@ -1,6 +1,8 @@
 """Every MemFS claim builder on hand-made tidy tables: on numbers that follow the paper each claim
 holds, and on numbers that contradict it the same claim does not hold (so no verdict is fixed in
-advance). No benchmark runs: the tables are built here, the claims by the study's own code."""
+advance), at the local scale and at the cluster scale (the tolerances of schema.yaml memfs.claims and
+schema_workflows.yaml memfs.workflows.claims, per judging scale). No benchmark runs: the tables are
+built here, the claims by the study's own code."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from repro import claims as K
+from repro import config as rc
 from repro import published
 
 from studies.memfs import analyze as A
@@ -40,6 +44,16 @@ CFG = {
                "threads": list(THREADS)},
     "limit": {"networks": [], "nodes": []},
 }
+
+
+def _claims_defaults(schema: dict) -> dict:
+    """The schema's per-scale tolerances (the `claims` object's defaults)."""
+    return {k: v["default"] for k, v in schema["properties"]["claims"]["properties"].items()}
+
+
+SCHEMA = rc.study_schema("memfs")
+CFG["claims"] = _claims_defaults(SCHEMA)
+WF_CLAIMS = _claims_defaults(SCHEMA["properties"]["workflows"])
 
 
 def _row(exp, metric, value, unit, rep, **labels):
@@ -89,17 +103,19 @@ def scale(df, factor, **eq):
     return df
 
 
-def envelope_claims(df) -> dict:
+def envelope_claims(df, scale="local") -> dict:
     pub = published.load(STUDY / "published.csv")
     pub["value"] = pub["value_num"]
-    cl = A.build_claims(df, CFG, pub, A.table21(df, CFG, pub), L.limit_table(L.pairs([]), df, CFG))
+    cfg = K.at_scale(CFG, scale)
+    cl = A.build_claims(df, cfg, pub, A.table21(df, cfg, pub), L.limit_table(L.pairs([]), df, cfg))
     ids = [c.claim_id for c in cl]
     assert len(ids) == len(set(ids)), "claim ids must be unique"
     return {c.claim_id: c for c in cl}
 
 
-def test_envelope_claims_hold_on_numbers_that_follow_the_paper():
-    cl = envelope_claims(envelope_table())
+@pytest.mark.parametrize("scale", ["local", "cluster"])
+def test_envelope_claims_hold_on_numbers_that_follow_the_paper(scale):
+    cl = envelope_claims(envelope_table(), scale)
     shape = {k: c.verdict for k, c in cl.items() if c.kind == "shape"}
     assert shape.pop("fig216-bandwidth-microbenchmark") == "not run"
     assert shape and all(v == "reproduced" for v in shape.values()), \
@@ -153,10 +169,11 @@ def test_every_envelope_shape_claim_has_a_contradiction():
     assert not missing, missing
 
 
+@pytest.mark.parametrize("at", ["local", "cluster"])
 @pytest.mark.parametrize("cid", sorted(CONTRADICTIONS))
-def test_envelope_claim_fails_on_contradicting_numbers(cid):
+def test_envelope_claim_fails_on_contradicting_numbers(cid, at):
     factor, eq = CONTRADICTIONS[cid]
-    cl = envelope_claims(scale(envelope_table(), factor, **eq))
+    cl = envelope_claims(scale(envelope_table(), factor, **eq), at)
     assert cl[cid].verdict == "not reproduced", (cid, cl[cid].reproduced)
 
 
@@ -229,10 +246,10 @@ def wf_table(time=wf_time) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def wf_claims(df, sw) -> dict:
+def wf_claims(df, sw, scale="cluster") -> dict:
     t23 = pd.DataFrame(columns=["source", "design", "workflow", "nodes", "runs_ok", "ratio_scheduler_to_other",
                                 "ratio_std"])
-    cl = W.build(df, sw, t23)
+    cl = W.build(df, {"sweeps": sw, "claims": WF_CLAIMS, "judging_scale": scale}, t23)
     ids = [c.claim_id for c in cl]
     assert len(ids) == len(set(ids)), "claim ids must be unique"
     return {c.claim_id: c for c in cl}
@@ -248,7 +265,7 @@ def test_workflow_claims_hold_on_numbers_that_follow_the_paper():
 
 
 def test_workflow_cluster_scale_claims_are_cluster_only_locally():
-    cl = wf_claims(wf_table(), LOCAL)
+    cl = wf_claims(wf_table(), LOCAL, "local")
     assert {k: cl[k].verdict for k in ("W8b", "W9-montage", "W9-blast", "W10")} == {
         k: "cluster-only" for k in ("W8b", "W9-montage", "W9-blast", "W10")}
     assert cl["W8a"].verdict == "reproduced" and cl["W11"].verdict == "reproduced"
@@ -278,9 +295,10 @@ WF_CONTRADICTIONS = {
 }
 
 
+@pytest.mark.parametrize("at", ["local", "cluster"])
 @pytest.mark.parametrize("cid", sorted(WF_CONTRADICTIONS))
-def test_workflow_claim_fails_on_contradicting_numbers(cid):
-    cl = wf_claims(wf_table(_with(WF_CONTRADICTIONS[cid])), CLUSTER)
+def test_workflow_claim_fails_on_contradicting_numbers(cid, at):
+    cl = wf_claims(wf_table(_with(WF_CONTRADICTIONS[cid])), CLUSTER, at)
     assert cl[cid].verdict == "not reproduced", (cid, cl[cid].reproduced)
 
 

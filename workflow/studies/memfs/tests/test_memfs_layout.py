@@ -22,7 +22,7 @@ def _analyze(tmp_path, listed, cfg):
     outs = [x for k in ("measurements", "summary", "table21", "limit", "claims") for x in (f"--{k}", f"{k}.csv")]
     pub = os.path.join(os.path.dirname(P.__file__), "published.csv")
     r = subprocess.run([sys.executable, "-m", "studies.memfs.analyze", "--expected", "expected.txt",
-                        "--config", json.dumps(cfg), "--published", pub, *outs],
+                        "--config", json.dumps({**cfg, "judging_scale": "local"}), "--published", pub, *outs],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
     return r.returncode, r.stderr
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from repro import config as rc
 from repro import rawio
 
 REPO = Path(__file__).resolve().parents[4]
@@ -110,9 +111,17 @@ def test_memory_per_node_recomputed_from_raw_files_equals_table(raw_tree):
     assert row.runs_failed == 1 and row.runs_ok == 1
 
 
+def _wf_section() -> dict:
+    """memfs.workflows as the rules hand it to the analysis (mwf_cfg): the schema's defaults, these
+    sweeps, and the judging scale the claims' tolerances are read at."""
+    wf = rc.study_schema("memfs")["properties"]["workflows"]
+    claims = {k: v["default"] for k, v in wf["properties"]["claims"]["properties"].items()}
+    return {"sweeps": SWEEPS, "claims": claims, "judging_scale": "local"}
+
+
 def _analyse(min_figure_bytes: int) -> None:
     """Table 2.3, Figures 2.7-2.9 and the claims from m.csv (t23.csv, f7-9.png, claims.csv)."""
-    sw = json.dumps({"sweeps": SWEEPS})
+    sw = json.dumps(_wf_section())
     _script("wf_table2_3", "--measurements", "m.csv", "--config", sw, "--published", *PUBLISHED,
             "--out", "t23.csv")
     for fig in ("7", "8", "9"):
