@@ -395,3 +395,21 @@ def test_rehearsal_page_from_what_repro_rehearsal_judges(tmp_path):
     assert "<td>4: node0, node1, node2, node3</td><td>4: node0, node1, node2, node3</td>" in html
     assert "<td>2: node0, node1</td><td>2: node0, node1</td>" in html
     assert "node0 (extra.ranks[0].node), node1 (host)" in html  # the key each node was measured under
+
+
+def test_a_malformed_rehearsal_summary_is_said_so_never_a_crash(tmp_path):
+    folder = tmp_path / "results/rehearsal"
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text('{"studies": {"mpifuse": {"seconds": 5')  # cut off mid-write
+    html = "\n".join(report_rehearsal.body(folder))
+    assert "cannot be read" in html and "No rehearsal was run" not in html
+    assert report_rehearsal.summary_line(folder) == "its summary cannot be read"
+    # odd types where dicts and lists are expected: shown as far as they go, "not recorded" for the rest
+    (folder / "summary.json").write_text(json.dumps({"studies": {"junk": "x", "odd": {"checks": [1, 2], "jobs": 3}},
+                                                     "cluster": "node0", "git": "abc"}))
+    (folder / "odd.json").write_text(json.dumps({"jobs": [{"job_id": "5", "nodes": "node0", "checks": None,
+                                                           "measured_where": "node0"}, "not a job"]}))
+    html = "\n".join(report_rehearsal.body(folder))
+    assert '<h2 id="odd">odd</h2>' in html and 'id="junk"' not in html
+    assert "<td>?: node0</td>" in html and "<b>Code:</b> not recorded" in html  # nodes_asked not recorded
+    assert report_rehearsal.summary_line(folder).startswith("1 studies, checks not recorded, 0 failed job(s)")

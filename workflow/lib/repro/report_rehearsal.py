@@ -40,10 +40,9 @@ def load(folder: Path) -> dict | None:
     if summary is None:
         return None
     studies = summary.get("studies") if isinstance(summary.get("studies"), dict) else {}
-    summary["studies"] = studies
-    for name, st in studies.items():
-        if isinstance(st, dict):
-            st["detail"] = _json(Path(folder) / f"{name}.json") or {}
+    summary["studies"] = {name: st for name, st in studies.items() if isinstance(st, dict)}
+    for name, st in summary["studies"].items():
+        st["detail"] = _json(Path(folder) / f"{name}.json") or {}
     return summary
 
 
@@ -190,6 +189,11 @@ def _where(measured: dict) -> str:
     return ", ".join(f"{n} ({str(p).rsplit(': ', 1)[-1]})" for n, p in sorted(measured.items()))
 
 
+def _names(x) -> str:
+    x = [x] if isinstance(x, str) else list(x or [])
+    return ", ".join(map(str, x)) or "—"
+
+
 def jobs_table(st: dict) -> tuple[pd.DataFrame, int]:
     """One row per Slurm job (those with a problem first when there are more than MAX_ROWS)."""
     jobs = [j for j in st["detail"].get("jobs") or [] if isinstance(j, dict)]
@@ -198,9 +202,8 @@ def jobs_table(st: dict) -> tuple[pd.DataFrame, int]:
         bad = [n for n, c in (j.get("checks") or {}).items() if isinstance(c, dict) and c.get("ok") is False]
         rows.append({"job": str(j.get("job_id", "")), "rule": j.get("rule", ""),
                      "wildcards": j.get("wildcards", "") or "—", "state": j.get("state", ""),
-                     "nodes asked": f"{j.get('nodes_asked', '?')}: {', '.join(j.get('nodes') or []) or '—'}",
-                     "nodes measured": f"{len(j.get('measured_nodes') or [])}: "
-                                       f"{', '.join(j.get('measured_nodes') or []) or '—'}",
+                     "nodes asked": f"{j.get('nodes_asked', '?')}: {_names(j.get('nodes'))}",
+                     "nodes measured": f"{len(j.get('measured_nodes') or [])}: {_names(j.get('measured_nodes'))}",
                      "where each side ran (measured)": _where(j.get("measured_where")),
                      "checks false": ", ".join(bad) or "—",
                      "_problem": bool(bad) or str(j.get("state", "")).split(" ")[0] not in DONE_STATES})
@@ -258,8 +261,9 @@ def summary_line(folder: Path) -> str:
     """One line for the front page."""
     s = load(folder)
     if s is None:
-        return "not run on this machine (<code>./repro rehearse</code>)"
-    checks = [v for st in s["studies"].values() for v in (st.get("checks") or {}).values()]
+        return ("its summary cannot be read" if (Path(folder) / "summary.json").exists()
+                else "not run on this machine (<code>./repro rehearse</code>)")
+    checks = [v for st in s["studies"].values() if isinstance(st.get("checks"), dict) for v in st["checks"].values()]
     nfail = sum(len(failed_jobs(st, s.get("workdir", ""))) for st in s["studies"].values())
     verdict = ("every check true" if checks and all(v is not False for v in checks)
                else f"{sum(v is False for v in checks)} check(s) false" if checks else f"checks {NOT_RECORDED}")
@@ -270,6 +274,10 @@ def summary_line(folder: Path) -> str:
 def body(folder: Path) -> list[str]:
     """The page's sections (after its title, navigation and provenance)."""
     s = load(folder)
+    if s is None and (Path(folder) / "summary.json").exists():
+        return [f"<p>A rehearsal wrote <code>{esc(Path(folder) / 'summary.json')}</code>, but it cannot be read "
+                "(not a JSON object: a run cut off while writing it?). Run <code>./repro rehearse</code> again, "
+                "then rebuild the report.</p>"]
     if s is None:
         return [f"<p>No rehearsal was run here: there is no <code>{esc(Path(folder) / 'summary.json')}</code>. "
                 "The rehearsal runs each study's paper-scale path (<code>profiles/slurm</code>, "
