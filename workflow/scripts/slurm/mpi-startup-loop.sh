@@ -32,13 +32,16 @@
 #
 # Output: one line per start-up ("startup 17/200 ok 1.4 s" / "startup 18/200 CRASH ..."), then
 #   RESULT startups=N ok=K crashes=C (signal=S ucx_caught=U srun_failed=F missing_rank=M) image=...
-#   ENV <the UCX_*/OMPI_MCA_* variables the ranks saw, union over ranks of the first start-up>
+#   RANKS <ranks> in_image=<how many ran in the image> nodes=<their nodes>   (the first ok start-up)
+#   ENV <the UCX_*/OMPI_MCA_*/SLURM_PMIX_* variables its ranks saw, union over the ranks>
+#   FENCE_WAIT_S <rank>=<s> ...   (with PROBE_ARGS="--fence-check S")
 # Exit status: 0 when every start-up was ok, 1 when any crashed, 2 on a usage or set-up error.
 set -uo pipefail
 
 N=${1:-20}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 IMAGE=${2:-$REPO/containers/sif/mpifuse.sif}
+[ "$IMAGE" = host ] || IMAGE=$(realpath -m "$IMAGE")   # the ranks start in a directory of their own
 LOOP_DIR=${LOOP_DIR:-/var/tmp/mpi-startup-loop}
 TIMEOUT=${LOOP_TIMEOUT:-120}
 PROBE=$REPO/workflow/scripts/slurm/mpi_startup_probe.py
@@ -78,9 +81,12 @@ LAUNCH=(srun --mpi=pmix "--nodes=$NODES" "--ntasks=$NODES" --ntasks-per-node=1 -
 echo "mpi-startup-loop: $N start-ups of $NODES ranks, image $IMAGE, SLURM_PMIX_FENCE=$SLURM_PMIX_FENCE; load $(cut -d' ' -f1-3 /proc/loadavg); output of crashes in $run_dir"
 
 ok=0 sig=0 caught=0 failed=0 missing=0 env_line=""
-# PROBE lines -> "ENV k=v ..." (union over the ranks) and, with --fence-check, "FENCE_WAIT_S rank=s ..."
+# PROBE lines -> "RANKS n in_image=k nodes=...", "ENV k=v ..." (union over the ranks) and, with
+# --fence-check, "FENCE_WAIT_S rank=s ..."
 SUMMARY='import json, sys
 rows = [json.loads(line) for line in sys.stdin]
+in_image = sum(r["in_image"] for r in rows)
+print(f"RANKS {len(rows)} in_image={in_image} nodes=" + ",".join(sorted(r["node"] for r in rows)))
 env = {}
 for r in rows:
     env.update(r["env"])
