@@ -390,6 +390,28 @@ class Cluster:
                 "netns": [nd.netns for nd in self.nodes]}
 
     # --------------------------------------------------------------- teardown
+    def keep_logs(self, dest: Path) -> None:
+        """Copy every node's logs (its workdir's ``*.log``: memcached, MemFS mounts; read through its
+        agent, so a node-local /tmp works too) and the agents' own logs (the rendezvous directory) to
+        ``dest``, before teardown removes them. Never raises: what it could not get is said there."""
+        try:
+            dest.mkdir(parents=True, exist_ok=True)
+            notes = []
+            for nd in self.nodes:
+                try:
+                    r = nd.run(["sh", "-c", 'for f in "$1"/*.log "$1"/*/*.log; do [ -f "$f" ] || continue; '
+                                'echo "==> $f <=="; tail -c 4000000 "$f"; done', "sh", nd.workdir], timeout=30)
+                    (dest / f"node-{nd.index}.logs").write_text(r["stdout"] + r["stderr"])
+                except Exception as exc:  # noqa: BLE001 - a node gone: say so, keep the others
+                    notes.append(f"node {nd.index}: its logs could not be read ({exc})")
+            for f in sorted(self.rdv.glob("agent-*.log")):
+                shutil.copy2(f, dest / f.name)
+            if notes:
+                (dest / "MISSING").write_text("\n".join(notes) + "\n")
+            _say(f"cluster {self.cid}: logs kept in {dest}")
+        except Exception as exc:  # noqa: BLE001 - never let keeping logs hide the failure itself
+            _say(f"cluster {self.cid}: could not keep the logs in {dest}: {exc}")
+
     def close(self) -> None:
         with self._lock:
             if self._closed:
@@ -574,13 +596,20 @@ def cluster(nodes: int, design: str = "memfs", mounts_per_node: int = 1, memfs_o
             network: dict | None = None, workdir: str | os.PathLike | None = None,
             rendezvous: str | os.PathLike | None = None, launcher: str = "auto",
             memcached: dict | None = None, image: str | None = None, memfs_bin: str | None = None,
-            fuse_opts: list[str] | None = None, start_timeout: float = 60, keep_workdir: bool = False):
-    """Start ``nodes`` agents and yield a :class:`Cluster`; always torn down on exit."""
+            fuse_opts: list[str] | None = None, start_timeout: float = 60, keep_workdir: bool = False,
+            logs_on_failure: str | os.PathLike | None = None):
+    """Start ``nodes`` agents and yield a :class:`Cluster`; always torn down on exit. When the body
+    (or the start) raises, the agents', memcached's and MemFS's logs are first copied to
+    ``logs_on_failure`` (a directory; e.g. ``repro.rawio.logs_path(raw)``): teardown removes them."""
     c = Cluster(nodes, design, mounts_per_node, memfs_opts, network, workdir, rendezvous, launcher,
                 memcached, image, memfs_bin, fuse_opts, start_timeout, keep_workdir)
     try:
         c.start()
         yield c
+    except BaseException:
+        if logs_on_failure:
+            c.keep_logs(Path(logs_on_failure))
+        raise
     finally:
         c.close()
 

@@ -175,7 +175,7 @@ def cluster_for(args, cfg, design, memfs_opts=None, mounts=1):
         nodes=args.nodes, design=design, mounts_per_node=mounts,
         memfs_opts=opts, network=net, workdir=args.workdir or None, launcher=args.launcher,
         memcached={"mem_mb": mc["mem_mb"], "threads": mc["threads"]}, image=args.image or None,
-        memfs_bin=args.tools.memfs, start_timeout=120)
+        memfs_bin=args.tools.memfs, start_timeout=120, logs_on_failure=rawio.logs_path(args.out))
 
 
 # ----------------------------------------------------------------------------- iozone phases

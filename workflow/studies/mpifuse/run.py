@@ -559,8 +559,9 @@ class Bench:
 # after the launcher: post-mortem records and leftovers
 # --------------------------------------------------------------------------
 # lines of a launcher's log that say why a job ended: a crash, a lost node or rank, a timeout, an abort
-_EVIDENCE = re.compile(r"caught signal|segmentation fault|signal \d+|core dumped|killed by|node fail|lost|"
-                       r"unreachable|timed? ?out|timeout|time limit|MPI_ABORT|abort|FATAL|error", re.I)
+_EVIDENCE = re.compile(r"caught signal|segmentation fault|signal \d+|core dumped|killed by|node fail|\blost\b|"
+                       r"unreachable|timed out|timeout:|time limit|MPI_ABORT|abort|FATAL|error|exited|"
+                       r"non-zero exit", re.I)
 
 
 def log_evidence(log: str | None, rc: int) -> tuple[str, str]:

@@ -36,3 +36,7 @@ def test_limit_run_with_values_memcached_refuses_names_mcbench_op_error_and_serv
     # a tool that exited non-zero with the server's own refusal: the code's, even on a loaded machine
     assert rec["failure_kind"] == "crash" and "[overload" not in why
     assert rec["failure_load"]["ncpu"] >= 1 and rec["failure_load"]["loadavg_1m"] is not None
+    # the daemons' logs beside the record (teardown removed the nodes' working directories)
+    kept = rawio.logs_path(tmp_path / out)
+    assert "memcached.log <==" in (kept / "node-0.logs").read_text()
+    assert "agent" in (kept / "agent-0.log").read_text()
