@@ -739,9 +739,13 @@ def build(df: pd.DataFrame, pub: pd.DataFrame, cfg: dict) -> list[claims.Claim]:
         if c.verdict == claims.NOT_RUN and not str(c.note or "").strip():
             c.note = (f"not run: no ok runs of what it compares in this run's matrix (models {cfg.get('models')}, "
                       f"servers {cfg.get('servers')})")
+    scale = claims.scale_of(cfg)
     for c in out:  # every verdict says at which scale its tolerances were chosen
         if c.kind == "shape":
             c.note = (c.note + "; " if c.note else "") + f"tolerances: {cfg['claims']['basis']}"
+            if not c.tolerance_why and scale:  # a strict relation: judged at the scale, without a margin
+                c.scale, c.tolerance_why = scale, ("no tolerance: a strict relation the paper states without a "
+                                                   "margin (an order, a count of zero, served or not)")
     return out
 
 
