@@ -13,6 +13,7 @@ loop counts a crash.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -99,3 +100,39 @@ def test_the_loop_counts_a_crashed_rank_and_shows_its_backtrace(slurm_multihost)
     assert r.stdout.count("CRASH") == 2 and "Caught signal 11" in r.stdout
     if shutil.which("gdb"):  # the faulting frame from the core, past UCX's handler
         assert "string_at" in r.stdout, r.stdout[-3000:]
+
+
+def test_the_fix_reaches_ranks_that_snakemakes_slurm_executor_launches(slurm_multihost):
+    """The rules' real path: a job submitted by Snakemake's Slurm executor (whose job step strips
+    SLURM_* variables) sources mpi-env.sh and starts its ranks with srun; the fence is a barrier there
+    too, and the ranks run in the image when it is built (system_exec's line)."""
+    shared = Path("/var/tmp/repro-mh-tests") / f"sm-{uuid.uuid4().hex[:8]}"
+    shared.mkdir(parents=True)
+    exec_ = "env PYTHONPATH={repo}/workflow/lib python3"
+    if SIF.is_file() and os.access(APPTAINER, os.X_OK):
+        exec_ = (f"apptainer exec --bind {REPO} --env REPRO_PYTHONPATH={REPO}/workflow/lib "
+                 f"{SIF} {REPO}/workflow/scripts/in-image.sh python3")
+    (shared / "Snakefile").write_text(f'''
+rule probe:
+    output: "probe.txt"
+    resources: nodes=4, tasks=4, mpi="srun", runtime=5, slurm_extra="--exclusive"
+    shell:
+        "export REPRO_SINGLE_HOST=0; source {REPO}/workflow/scripts/mpi-env.sh; "
+        "{{resources.mpi}} --mpi=pmix --nodes=4 --ntasks=4 --ntasks-per-node=1 --kill-on-bad-exit=1 "
+        "{exec_.format(repo=REPO)} {REPO}/workflow/scripts/slurm/mpi_startup_probe.py --fence-check 1.5 "
+        "> {{output}}"
+''')
+    env = {k: v for k, v in slurm_multihost.env.items() if k != "SLURM_PMIX_FENCE"}
+    env["PATH"] = os.pathsep.join([f"{REPO}/.venv/bin", os.path.dirname(APPTAINER), env["PATH"]])
+    try:
+        r = subprocess.run(["timeout", "-k", "10", "300", "snakemake", "-s", "Snakefile", "--profile",
+                            str(REPO / "profiles" / "slurm"), "--jobs", "1"],
+                           cwd=shared, env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        rows = [json.loads(ln[len("PROBE "):]) for ln in (shared / "probe.txt").read_text().splitlines()
+                if ln.startswith("PROBE ")]
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+    assert sorted(r["node"] for r in rows) == ["node0", "node1", "node2", "node3"] and all(r["ok"] for r in rows)
+    assert all(r["env"]["SLURM_PMIX_FENCE"] == "ring" for r in rows)
+    assert all(r["fence_wait_s"] > 1.0 for r in rows if r["rank"] != 0), rows

@@ -47,6 +47,16 @@ TIMEOUT=${LOOP_TIMEOUT:-120}
 PROBE=$REPO/workflow/scripts/slurm/mpi_startup_probe.py
 
 die() { echo "mpi-startup-loop: $*" >&2; exit 2; }
+# resolve_in ROOT PATH: PATH with its symbolic links followed inside ROOT (an image's sandbox)
+resolve_in() {
+    local root=$1 p=$2 t n=0
+    while [ -L "$root$p" ] && [ $n -lt 20 ]; do
+        t=$(readlink "$root$p")
+        case $t in /*) p=$t ;; *) p=$(dirname "$p")/$t ;; esac
+        n=$((n + 1))
+    done
+    echo "$root$p"
+}
 [[ "$N" =~ ^[0-9]+$ ]] && [ "$N" -ge 1 ] || die "N must be a positive integer, not '$N'"
 command -v srun >/dev/null || die "srun is not on PATH"
 if [ -z "${NODES:-}" ]; then
@@ -127,11 +137,17 @@ for ((i = 1; i <= N; i++)); do
         for core in "$run_dir"/core*; do
             [ -f "$core" ] || continue
             mv "$core" "$run_dir/startup-$i.core"
+            exe=$(file "$run_dir/startup-$i.core" | sed -n "s/.*execfn: '\\([^']*\\)'.*/\\1/p")
+            root=${LOOP_SYSROOT:-}   # an image's files (apptainer build --sandbox DIR IMAGE)
+            [ -z "$root" ] && [ "$IMAGE" != host ] && [ ! -x "$exe" ] && {
+                echo "    core: $run_dir/startup-$i.core (ran in the image: for its frames, run again with"
+                echo "    LOOP_SYSROOT=DIR after 'apptainer build --sandbox DIR $IMAGE')"
+                continue
+            }
             if command -v gdb >/dev/null; then
-                exe=$(file "$run_dir/startup-$i.core" | sed -n "s/.*execfn: '\([^']*\)'.*/\1/p")
-                [ -x "$exe" ] || exe=
                 echo "    core: $run_dir/startup-$i.core, gdb backtrace:"
-                gdb -q -batch -ex "bt 12" ${exe:+"$exe"} "$run_dir/startup-$i.core" 2>/dev/null |
+                gdb -q -batch ${root:+-ex "set sysroot $root"} -ex "bt 12" "$(resolve_in "$root" "$exe")" \
+                    "$run_dir/startup-$i.core" 2>/dev/null |
                     grep -E '^#' | awk '!seen[$0]++' | sed 's/^/      /'
             fi
         done
