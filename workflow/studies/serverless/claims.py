@@ -163,6 +163,9 @@ def image_peak_at_16(df, pub, cfg, item: str) -> claims.Claim:
     paper = {"openfaas": 4.58, "nuclio-cpp": 7.17}[p]
     if 16 not in s.index:
         return _missing_scale(c, cfg, "images", {16}, f"peak at 16 instances ({paper} images/s)")
+    if len(s) < 2:  # a peak among one count says nothing
+        c.note = "needs 16 and at least one other instance count"
+        return claims.shape_claim(c, None, "not run", f"peak at 16 instances ({paper} images/s)")
     best = int(s.idxmax())
     return claims.shape_claim(c, best == 16, f"peak at {best} instances ({s.max():.2f} images/s)",
                               f"peak at 16 instances ({paper} images/s)")
@@ -366,7 +369,8 @@ def single_peak_at_largest_size(df, pub, cfg, item: str) -> claims.Claim:
     c = _base(f"bytes_single_peak_at_largest_{p}", f"Byte reversal, single: {layout.LABELS[p]} reaches its highest "
               "throughput at the largest request size it handles", "003 Sec. 3.2", "serverless_figure (figure3)",
               "results/serverless/tables/figure3.csv", "B", _kind(pk))
-    if pk is None:
+    if pk is None or s["size"].nunique() < 2:  # the largest of one size says nothing
+        c.note = "needs at least two request sizes handled"
         return claims.shape_claim(c, None, "not run", "peak at the largest size handled")
     big = int(s["size"].max())
     return claims.shape_claim(c, int(pk["size"]) == big, f"peak at {int(pk['size'])} B; largest handled {big} B",
