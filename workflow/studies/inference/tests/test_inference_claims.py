@@ -62,6 +62,11 @@ def test_stand_ins_never_decide_a_cross_server_verdict():
     for cid in ("wav2vec2_latency_1user_under_100ms", "resnet50_latency_100users_under_1s_torchserve",
                 "resnet50_tf_worst_latency_triton-tensorflow"):
         assert cl[cid].verdict == "informative" and "informative at local scale" in cl[cid].note, cid
+    # and at cluster scale on a stand-in's rows (a cluster run with the stand-in kinds): still informative
+    st = {c.claim_id: c for c in ic.build(tl.tidy_df(tl.paper_like()), tl.published(), tl.section(local=False))}
+    c = st["resnet50_latency_100users_under_1s_triton-pytorch"]
+    assert c.verdict == "informative" and "[would read: reproduced]" in c.reproduced and c.scale == "cluster"
+    assert st["resnet50_latency_100users_under_1s_torchserve"].verdict == "reproduced"   # the real TorchServe
 
 
 def _scaled(cid: str, pred, builder=None, **metrics) -> tuple:
