@@ -175,6 +175,19 @@ PERTURB = [
      "below the cluster's x1.38)", _scale(1.4, **_env("create_rate", "1GbE", "memfs"))),
     ("table21-n1-read-1GbE", "AMFS N-1 read 1GbE 950 -> 1102 MB/s (x1.16: MemFS/AMFS x1.12, below the cluster's "
      "x1.135)", _scale(1.16, **_env("readN1_bw", "1GbE", "locality"))),
+    # the text's factors on Table 2.1 (margin_fraction 0.45 of the margin)
+    ("table21-remote-factor-IPoIB", "AMFS remote 1-1 read IPoIB 6400 -> 11520 MB/s (x1.8: MemFS/remote x2.58, below "
+     "the cluster's x2.63 for the text's 4.63)", _scale(1.8, **_env("read11_remote_bw", "IPoIB", "locality"))),
+    ("table21-remote-factor-1GbE", "AMFS remote 1-1 read 1GbE 3385 -> 4231 MB/s (x1.25: MemFS/remote x1.15, below "
+     "the cluster's x1.18 for the text's 1.4)", _scale(1.25, **_env("read11_remote_bw", "1GbE", "locality"))),
+    ("table21-remote-degradation-factor-IPoIB", "AMFS remote 1-1 read IPoIB 6400 -> 10880 MB/s (x1.7: local/remote "
+     "x2.24, below the cluster's x2.35 for the text's 'approximately 4')",
+     _scale(1.7, **_env("read11_remote_bw", "IPoIB", "locality"))),
+    ("table21-remote-degradation-factor-1GbE", "AMFS remote 1-1 read 1GbE 3385 -> 6770 MB/s (x2: local/remote x3.60, "
+     "below the cluster's x3.7 for the text's 'approximately 7')",
+     _scale(2.0, **_env("read11_remote_bw", "1GbE", "locality"))),
+    ("table21-memfs-beats-locality-bw-IPoIB", "AMFS write IPoIB 16934 -> 28788 MB/s (x1.7, above MemFS's 27403)",
+     _scale(1.7, **_env("write_bw", "IPoIB", "locality"))),
     # Table 2.3 (claims.imbalance_min 1.5): the 8-node other nodes from 9.5 to 13.5 GB (19/13.5 = x1.41)
     ("W1", "Table 2.3, 8 nodes: other nodes 9.5 -> 13.5 GB (scheduler/other x1.41, below x1.5)",
      _others(8, 13.5 / 9.5)),
