@@ -333,31 +333,29 @@ def judge_study(ws: Path, study: str, jobs: list[dict], node_names: set[str], *,
             "not_rehearsed": NOT_REHEARSED.get(study, "")}
 
 
-# Slurm's own word for what happened to a job, where it says more than FAILED
-SLURM_KIND = {"NODE_FAIL": "lost_node", "BOOT_FAIL": "lost_node", "TIMEOUT": "timeout", "DEADLINE": "timeout",
-              "OUT_OF_MEMORY": "error", "PREEMPTED": "lost_node"}
-
-
 def job_failure(job: dict, recs: list[tuple[str, dict]], done: dict) -> dict:
     """One failed Slurm job, told apart (issue 27): ``lost_node`` (Slurm's NODE_FAIL, or a record
     that lost a rank or node), ``timeout`` / ``overload`` (past its limit; overloaded when the load
     per CPU measured at the failure was high), ``crash`` (a process died or a tool exited non-zero)
     or ``error``; with the evidence: the failure records' own kind and message, Slurm's state and
     exit code, the nodes; and whether a later job of the same rule and wildcards completed it."""
-    from repro import rawio
+    from repro import failures as rfail
 
     failures = [(r, rec) for r, rec in recs if rec.get("status") == "failed"]
-    kinds = [rec.get("failure_kind") or rawio.classify(str(rec.get("failure") or ""), None, rec.get("failure_load"))
+    # one decision for the report and the rehearsal (repro.failures): the record's own kind, else its
+    # message's (a clause that only lists guesses is not evidence)
+    kinds = [rfail.kind_of(rec.get("failure_kind"), str(rec.get("failure") or ""), rec.get("failure_load"))
              for _, rec in failures]
     state = job["state"]
-    if state in SLURM_KIND:
-        kind = SLURM_KIND[state]
-    elif kinds:  # the worst the records say: a lost node explains the crashes it caused
-        kind = next(k for k in ("lost_node", "crash", "overload", "timeout", "error") if k in kinds)
+    if kinds and state not in rfail.SLURM_KINDS:  # the worst the records say: a lost node explains its crashes
+        worst = next(k for k in ("lost_node", "crash", "overload", "timeout", "error") if k in kinds)
+        kind = rfail.slurm_kind(state, worst)
     else:
         code = job.get("exit_code", "")
         sig = code.split(":", 1)[1] if ":" in code else "0"
-        kind = "crash" if sig not in ("0", "") or state in ("FAILED", "CANCELLED") else "error"
+        kind = rfail.slurm_kind(state)
+        if state not in rfail.SLURM_KINDS and sig not in ("0", ""):  # Slurm says a signal ended it
+            kind = "crash"
     evidence = [f"Slurm: {state} exit {job.get('exit_code', '')} on {job.get('nodes') or job.get('nodelist')}"]
     evidence += [f"{r}: [{rec.get('failure_kind') or k}] {str(rec.get('failure') or '')[:400]}"
                  for (r, rec), k in zip(failures[:4], kinds[:4])]
