@@ -168,6 +168,8 @@ def run(studies: list[str] | None = None, config_path: str | Path = "config/conf
                      "paper's own numbers") for s in rconfig.study_names(studies_dir)
                  if s not in studies_with_selfcheck(studies_dir) and (studies_dir / s / "published.csv").exists()]
     for study in studies or studies_with_selfcheck(studies_dir):
+        print(f"selfcheck {study}: running its claims on the paper's numbers and each perturbation", file=sys.stderr,
+              flush=True)
         try:
             module = importlib.import_module(f"{package}.{study}.selfcheck")
             published = pubvals.load(studies_dir / study / "published.csv")

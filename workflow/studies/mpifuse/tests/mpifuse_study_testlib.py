@@ -41,8 +41,9 @@ def mpi_env() -> dict:
     return env
 
 
-def study_config(tmp: Path, **over) -> dict:
-    """A validated mpifuse section: config/config.yaml + config/local.yaml + overrides, paths under tmp."""
+def study_config(tmp: Path, scale: str = "local", **over) -> dict:
+    """A validated mpifuse section: config/config.yaml + config/local.yaml + overrides, paths under tmp,
+    judged at `scale` (its `judging_scale`, as study_json hands it to the analysis scripts)."""
     import yaml
 
     full = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -55,7 +56,7 @@ def study_config(tmp: Path, **over) -> dict:
     })
     sec = repro_config.deep_merge(sec, over)
     cfg["mpifuse"] = sec
-    return repro_config.validate(cfg)["mpifuse"]
+    return {**repro_config.validate(cfg)["mpifuse"], "judging_scale": scale}
 
 
 def run_bench(cfg: dict, tmp: Path, source: str, nodes: int, size: str, rep: int = 0, variants=None,

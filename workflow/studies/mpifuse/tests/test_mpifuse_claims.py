@@ -246,7 +246,7 @@ def cluster_cfg(local_cfg):
     """The local section with the paper's node counts (the cluster's partition check is not the point here)."""
     cfg = copy.deepcopy(local_cfg)
     cfg.update(nodes=CLUSTER_NODES, sizes=["10MB", G], sources=["home"],
-               figure4={"source": "home", "nodes": 16, "size": G})
+               figure4={"source": "home", "nodes": 16, "size": G}, judging_scale="cluster")
     return cfg
 
 
