@@ -75,6 +75,8 @@ def test_timeout_and_a_launcher_result_dict():
     ("TimeoutExpired: Command 'x' timed out after 5 seconds", None, LOW, "timeout"),
     ("TimeoutExpired: Command 'x' timed out after 5 seconds", None, HIGH, "overload"),
     ("sha256 of /scratch/f differs from the source", None, HIGH, "error"),
+    ("LaunchError: agents [1] did not register in 120 s: ...", None, LOW, "timeout"),
+    ("mcbench: set: 3 of 9 operations failed (4 threads, servers h:1, timeout 2000 ms)", None, LOW, "error"),
     ("", -11, LOW, "crash"),
 ])
 def test_classify(why, rc, load, kind):

@@ -176,7 +176,14 @@ class Agent:
             proc.kill()
             proc.wait()
             self.mc_port = self._free_port()
-        raise SystemExit("agent: memcached did not start; see " + str(self.workdir / "memcached.log"))
+        try:
+            said = (self.workdir / "memcached.log").read_text(errors="replace").strip()[-1500:]
+        except OSError:
+            said = ""
+        la = _where()["load"]
+        raise SystemExit(f"agent: memcached did not start in 5 attempts of 10 s (load {la['loadavg_1m']} on "
+                         f"{la['ncpu']} CPUs); its log {self.workdir / 'memcached.log'}: "
+                         + (said or "no output at all"))
 
     def register(self, rpc_port: int) -> None:
         info = {

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import queue
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -40,8 +41,21 @@ from .dag import Stage, Task
 class TaskFailed(RuntimeError):
     def __init__(self, task: Task, node: int, result: dict):
         self.task, self.node, self.result = task, node, result
-        tail = (result.get("stderr") or "").strip()[-800:] or (result.get("stdout") or "").strip()[-800:]
-        super().__init__(f"task {task.id} failed on node {node} (rc={result.get('rc')}): {tail}")
+        err, out = (result.get("stderr") or "").strip(), (result.get("stdout") or "").strip()
+        tail = err[-800:] if err else f"no stderr; stdout: {out[-800:]}" if out else "no output at all"
+        rc = result.get("rc")
+        how = f"rc={rc}"
+        if isinstance(rc, int) and rc < 0:
+            try:
+                how += f", killed by {signal.Signals(-rc).name}"
+            except ValueError:
+                pass
+        elif rc == 124:
+            how += ", timed out"
+        load = result.get("load") or {}
+        where = f"node {node}" + (f", host {result['host']}" if result.get("host") else "") + (
+            f"; load {load['loadavg_1m']} on {load['ncpu']} CPUs" if load.get("loadavg_1m") is not None else "")
+        super().__init__(f"task {task.id} failed ({where}; {how}): {tail}")
 
 
 @dataclass

@@ -180,7 +180,8 @@ _CRASH_SIG = re.compile(r"killed by SIG(?:SEGV|BUS|ABRT|ILL|FPE|SYS|TRAP)|segmen
 # an operation or job ran past its limit
 _TIMEOUT = re.compile(r"\btimed? out\b|time-?outs? (?:after|occurred|expired|of \d|while)|TIMEOUT OCCURRED|"
                       r"TimeoutExpired|TimeoutError|\btimeout:|time limit|deadline|not ready (?:within|after)|"
-                      r"did not (?:start|come up|answer|finish|mount)\b.{0,60}\b(?:in|within|after) \d", re.I)
+                      r"did not (?:start|come up|answer|finish|mount|register|respond)\b.{0,60}"
+                      r"\b(?:in|within|after) \d", re.I)
 # a tool that ended badly (any other signal, a non-zero exit) or operations that failed
 _EXITED = re.compile(r"\bexited (?:with )?(?:status |code )?-?[1-9]\d*|killed by SIG\w+|\bexit (?:status|code) "
                      r"-?[1-9]|returncode -?[1-9]|\brc[ =]-?[1-9]", re.I)
