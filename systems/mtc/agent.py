@@ -613,10 +613,13 @@ def run_in_instance(args, argv: list[str]) -> int:
         if skip:
             skip = False
             continue
-        if a in ("--image", "--instance"):
+        # --parent-pid: the instance has a PID namespace of its own, where the launcher's PID does not
+        # exist (the inner agent's watchdog took it for gone and tore down at once: the local launcher
+        # with --image never worked); this outer process watches it instead (pdeathsig, forward()).
+        if a in ("--image", "--instance", "--parent-pid"):
             skip = True
             continue
-        if a.startswith(("--image=", "--instance=")):
+        if a.startswith(("--image=", "--instance=", "--parent-pid=")):
             continue
         inner_argv.append(a)
     cmd = ["apptainer", "exec", f"instance://{name}", "python3", str(Path(__file__).resolve()), *inner_argv,
