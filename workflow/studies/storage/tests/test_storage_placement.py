@@ -167,23 +167,23 @@ def test_fio_measures_where_the_stacks_data_sit():
     assert srun.fio_place(cfg, local) == (Path(cfg["paths"]["work_dir"]), [], "h")
 
 
-def test_a_named_lustre_dir_that_is_not_lustre_keeps_the_stand_in_label(tmp_path, monkeypatch):
+def test_a_named_lustre_dir_that_is_not_lustre_is_refused_at_job_start(tmp_path, monkeypatch):
     """paths.lustre_dir pointing at a directory that is not on Lustre (here: this machine's disk): the
-    records say stand-in, not real (the mount table decides, not the config key)."""
+    job refuses before any tool runs (issue 28: the statfs magic decides, studies/storage/lustre.py),
+    naming the key; it once ran and labelled the records stand-in (the mount table deciding)."""
     import json
-    import os
 
     from repro import procs, rawio
 
-    if not (REPO / "tools/mdtest/build/mdbench").exists():
-        pytest.skip("mdbench not built (./repro setup)")
     monkeypatch.chdir(tmp_path)
     for k, v in procs.mpi_env().items():
         monkeypatch.setenv(k, v)
+    (tmp_path / "lustre").mkdir()
     cfg = section(repeats=1, mdtest={"tasks": [1], "files": 10, "iterations": 1, "tool": "mdbench"},
                   paths={"work_dir": str(tmp_path / "work"), "lustre_dir": str(tmp_path / "lustre")})
-    assert srun.run_stack(cfg, "lustre-minio", "mdtest", 0, "local") == 0
-    rec = rawio.read(tmp_path / layout.raw_path("lustre-minio", "mdtest", "3901B", 1, 0))
-    assert rec["system_kind"] == layout.STAND_IN_LUSTRE_DIR
-    assert rec["extra"]["placement"]["mdtest_tasks"]["path_on_every_task"], json.dumps(rec["extra"])[:500]
-    assert os.path.isdir(tmp_path / "lustre")
+    assert srun.run_stack(cfg, "lustre-minio", "mdtest", 0, "local") == 1
+    raw = layout.raw_path("lustre-minio", "mdtest", "3901B", 1, 0)
+    assert not (tmp_path / raw).exists()
+    rec = json.loads(rawio.failure_path(tmp_path / raw).read_text())
+    assert rec["failure"].startswith(f"storage.paths.lustre_dir = '{tmp_path / 'lustre'}': not on Lustre")
+    assert list((tmp_path / "lustre").iterdir()) == []   # mdtest never ran in it
