@@ -51,6 +51,15 @@ def test_tol_refuses_naming_the_key(node, message):
         C.tol(section(node), "claims.node_band")
 
 
+def test_a_paper_number_is_not_a_local_word():
+    """Whole words only: the paper's "512 cores" is quoted, not the local machine ('2 cores' inside
+    '512 cores' is no citation)."""
+    t = C.tol(section({**GOOD, "cluster": {"value": 2, "why": "the paper's 512 cores of DAS-4"}}), "claims.node_band")
+    assert t.value == 2
+    with pytest.raises(C.ToleranceError, match=r"'2 cores'"):
+        C.tol(section({**GOOD, "cluster": {"value": 2, "why": "measured on 2 cores"}}), "claims.node_band")
+
+
 def test_tol_refuses_a_section_without_a_scale_and_a_missing_key():
     with pytest.raises(C.ToleranceError, match=r"claims\.node_band: no judging_scale"):
         C.tol({"claims": {"node_band": GOOD}}, "claims.node_band")

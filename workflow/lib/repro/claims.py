@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
@@ -149,7 +150,8 @@ def check_tolerance(key: str, node) -> None:
         if not why:
             raise ToleranceError(f"{key}.{scale}.why: missing (each scale's value has a one-line reason)")
         if scale == "cluster":
-            hits = [w for w in LOCAL_WORDS if w in why.lower()]
+            # whole words: the paper's "512 cores" is not "2 cores"
+            hits = [w for w in LOCAL_WORDS if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", why.lower())]
             if hits:
                 cited = ", ".join(repr(h) for h in hits)
                 raise ToleranceError(f"{key}.cluster.why: cites the local machine ({cited}): "
