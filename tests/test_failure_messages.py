@@ -167,3 +167,30 @@ def test_run_child_results_say_exit_and_timeout():
     r = procs.run_child(["sleep", "5"], 0.3)
     msg = procs.failure_message("sleep 5", r, timeout=0.3)
     assert r.timed_out and "sleep 5 timed out after 0.3 s (killed)" in msg and "no output at all" in msg
+
+
+def test_a_failure_a_later_pass_cleared_stays_on_record(tmp_path):
+    """Issue 27: a crash is never hidden by a re-run. When the configuration later passes, its failure
+    record leaves failed/ (tidy no longer counts it failed) for failed-history/, with its logs and the
+    time of the pass that cleared it."""
+    from repro import rawio
+
+    raw = tmp_path / "results" / "smoke" / "raw" / "nodes~1" / "rep~0.json"
+    rec = rawio.new_record("smoke", "run", {"nodes": 1}, 0, "real")
+    log = tmp_path / "server.log"
+    log.write_text("Caught signal 11 (Segmentation fault)\n")
+    rawio.write_failure(raw, rec, "rank 1 on node1: Caught signal 11 (Segmentation fault)", rc=-11)
+    rawio.keep_logs(raw, [log])
+    assert rawio.failure_path(raw).exists() and rawio.logs_path(raw).is_dir()
+    kept = rawio.clear_failure(raw)
+    assert not rawio.failure_path(raw).exists() and not rawio.logs_path(raw).exists()
+    assert kept is not None and kept.parts[-4:-1] == ("smoke", "failed-history", "nodes~1")
+    assert kept.name.startswith("rep~0~") and kept.suffix == ".json"
+    old = json.loads(kept.read_text())
+    assert old["failure_kind"] == "crash" and "Segmentation fault" in old["failure"] and old["cleared_by_pass_at"]
+    assert (kept.with_suffix(".logs") / "server.log").read_text().startswith("Caught signal 11")
+    # nothing failed: nothing to keep; a second failure and pass keeps both
+    assert rawio.clear_failure(raw) is None
+    rawio.write_failure(raw, dict(rec, started_at="2026-01-01T00:00:01Z"), "mcbench on node2 timed out after 60 s")
+    second = rawio.clear_failure(raw)
+    assert second != kept and len(list(kept.parent.glob("rep~0~*.json"))) == 2

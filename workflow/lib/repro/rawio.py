@@ -302,9 +302,35 @@ def keep_logs(raw_path: str | os.PathLike, logs, max_bytes: int = 8 << 20) -> Pa
     return dest
 
 
-def clear_failure(raw_path: str | os.PathLike) -> None:
+def history_path(raw_path: str | os.PathLike, finished_at: str) -> Path:
+    """Where a failure record goes once a later run of its configuration passed:
+    ``results/<study>/failed-history/<same path>~<finished_at>.json`` (neither tidy nor the rehearsal's
+    checks read it: the configuration is no longer failed, but the failure is not forgotten)."""
+    parts = list(failure_path(raw_path).parts)
+    i = len(parts) - 1 - parts[::-1].index("failed")
+    parts[i] = "failed-history"
+    stamp = re.sub(r"[^0-9A-Za-z]", "", finished_at or provenance.now_iso())
+    return Path(*parts[:-1], f"{Path(parts[-1]).stem}~{stamp}.json")
+
+
+def clear_failure(raw_path: str | os.PathLike) -> Path | None:
+    """A run of the configuration passed: its failure record (if any) leaves ``failed/`` for
+    ``failed-history/`` with the pass that cleared it, and its kept logs go with it -- a crash that a
+    re-run passed stays on record (issue 27: a crash is never hidden by a re-run)."""
+    fp = failure_path(raw_path)
     try:
-        os.unlink(failure_path(raw_path))
+        rec = json.loads(fp.read_text())
     except FileNotFoundError:
-        pass
-    shutil.rmtree(logs_path(raw_path), ignore_errors=True)
+        shutil.rmtree(logs_path(raw_path), ignore_errors=True)
+        return None
+    except (OSError, ValueError):
+        rec = {"status": "failed", "failure": f"unreadable failure record {fp}"}
+    rec["cleared_by_pass_at"] = provenance.now_iso()
+    dst = history_path(raw_path, str(rec.get("finished_at") or ""))
+    write_json_atomic(dst, rec)
+    logs = logs_path(raw_path)
+    if logs.is_dir():
+        shutil.rmtree(dst.with_suffix(".logs"), ignore_errors=True)
+        shutil.move(str(logs), dst.with_suffix(".logs"))
+    fp.unlink(missing_ok=True)
+    return dst
