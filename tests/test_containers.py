@@ -44,7 +44,10 @@ def test_analysis_image_rule_and_sdm_apptainer(snake, workspace, apptainer):
         assert raw["tool_versions"]["container"] == "analysis.sif", study  # it ran inside the image
     cl = pd.read_csv(workspace / "paper/claims.csv", dtype=str, keep_default_na=False)
     tco = cl[cl.study == "tco"]
-    assert len(tco) >= 13 and (tco.verdict == "reproduced").all()
+    # every judged claim reproduces; the numbers taken from the paper are input rows (issue 28)
+    assert len(tco) >= 13 and set(tco.verdict) == {"reproduced", "informative"}
+    assert (tco.verdict == "reproduced").sum() >= 11
+    assert tco[tco.verdict == "informative"].note.str.startswith("taken from the paper").all()
     assert (workspace / "paper/report.pdf").read_bytes()[:5] == b"%PDF-"
 
 
