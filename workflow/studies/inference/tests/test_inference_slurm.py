@@ -33,7 +33,11 @@ inference:
   sizes: {image_size: 32, audio_samples: 8000, max_new_tokens: 2, num_beams: 2}
   raw_rate: {enabled: true, seconds: 2, warmup: 1}
   ceiling: {enabled: false}
-  claims: {plateau_from_users: 1}
+  claims:
+    plateau_from_users:
+      local: {value: 1, why: "the tiny run has users 1 and 2"}
+      rehearsal: {value: 1, why: "the tiny run has users 1 and 2"}
+      cluster: {value: 1, why: "the tiny run has users 1 and 2"}
 """
 COLUMNS = {"throughput": "Requests/s", "latency_median": "Median Response Time", "latency_p95": "95%",
            "requests": "Request Count", "failures": "Failure Count"}
