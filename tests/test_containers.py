@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
 import pandas as pd
 import pytest
 
-from repro.testing import only_studies, project_env
+from repro.testing import REPO, only_studies, project_env
 
 
 @pytest.fixture()
@@ -84,3 +85,32 @@ def test_every_def_files_entry_exists_and_covers_its_systems_sources():
                 if f.is_file() and f.suffix in (".c", ".h", ".rs", ".go", ".py") and f.resolve() not in matched:
                     problems.append(f"{deffile.name}: {f.relative_to(repo)} is not copied into the image")
     assert not problems, "\n".join(problems)
+
+
+def test_a_changed_file_inside_a_files_directory_changes_the_image_key(tmp_path):
+    """build-sif.sh's cache key covers every file of a %files directory (issue 27: sha256sum of a
+    directory hashed nothing, so torchserve.sif kept a stale repro_inference/servers.py): a change
+    inside the directory gives a new key, a Python cache file does not."""
+    src = tmp_path / "pkg"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.py").write_text("A = 1\n")
+    (src / "sub" / "b.py").write_text("B = 2\n")
+    d = tmp_path / "x.def"
+    d.write_text(f"Bootstrap: localimage\nFrom: base.sif\n%files\n    {src} /opt/pkg\n%post\n    true\n")
+    script = REPO / "workflow" / "scripts" / "setup" / "build-sif.sh"
+
+    def key():
+        r = subprocess.run([str(script), str(d), str(tmp_path / "x.sif"), "--mirror", "http://m", "--cache",
+                            str(tmp_path / "cache")], capture_output=True, text=True, check=True, timeout=60,
+                           env={**os.environ, "REPRO_SIF_KEY_ONLY": "1"}, cwd=tmp_path)
+        return r.stdout.strip().splitlines()[-1]
+
+    k0 = key()
+    assert len(k0) == 16 and key() == k0
+    (src / "sub" / "b.py").write_text("B = 3\n")
+    k1 = key()
+    assert k1 != k0
+    (src / "sub" / "__pycache__").mkdir()
+    (src / "sub" / "__pycache__" / "b.cpython-311.pyc").write_bytes(b"\0")
+    assert key() == k1
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").iterdir())  # nothing built

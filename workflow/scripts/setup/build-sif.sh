@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 cache=${cache/#\~/$HOME}
-command -v apptainer >/dev/null || { echo "build-sif: apptainer not on PATH (run ./repro setup)" >&2; exit 1; }
+[ "${REPRO_SIF_KEY_ONLY:-}" = 1 ] || command -v apptainer >/dev/null || { echo "build-sif: apptainer not on PATH (run ./repro setup)" >&2; exit 1; }
 
 if [ "$mirror" = auto ]; then
     mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
@@ -47,9 +47,20 @@ mv -f "$staged" "$stage/host-ca.crt"
 
 name=$(basename "$out" .sif)
 files=$(awk '/^%files/{f=1;next} /^%/{f=0} f && NF {print $1}' "$def")
-key=$( { cat "$def"; for f in $files; do sha256sum "$f"; done; echo "$bootstrap $mirror"
+# a %files entry is a file or a directory: a directory counts by every file in it (sorted, without
+# Python's caches), so a changed source inside it rebuilds the image (issue 27: sha256sum of a
+# directory hashed nothing, and an image kept a stale repro_inference/servers.py)
+hash_entry() {
+    if [ -d "$1" ]; then
+        find "$1" -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+    else
+        sha256sum "$1"
+    fi
+}
+key=$( { cat "$def"; for f in $files; do hash_entry "$f"; done; echo "$bootstrap $mirror"
          for a in "${extra[@]}"; do echo "$a"; v=${a#*=}; if [ -f "$v" ]; then sha256sum "$v"; fi; done; } |
        sha256sum | cut -c1-16)
+if [ "${REPRO_SIF_KEY_ONLY:-}" = 1 ]; then echo "$key"; exit 0; fi
 cached=$cache/$name-$key.sif
 mkdir -p "$cache" "$(dirname "$out")"
 if [ -s "$cached" ]; then

@@ -273,9 +273,19 @@ class Server:
                     return marker
         return None
 
-    def _logs(self) -> str:
-        parts = [f"== {self.log.name}\n{_tail(self.log)}"]
+    def _logs(self, settle_s: float = 0.0) -> str:
+        """The server's log tails; with ``settle_s``, first wait (at most that long) until the logs
+        have stopped growing for half a second."""
         model_log = self.workdir / "logs" / "model_log.log"
+        deadline, last, still = time.time() + settle_s, None, 0.0
+        while time.time() < deadline:
+            size = tuple(p.stat().st_size if p.exists() else -1 for p in (self.log, model_log))
+            still = still + 0.25 if size == last else 0.0
+            if still >= 0.5:
+                break
+            last = size
+            time.sleep(0.25)
+        parts = [f"== {self.log.name}\n{_tail(self.log)}"]
         if model_log.exists():
             parts.append(f"== logs/model_log.log\n{_tail(model_log)}")
         return "\n".join(parts)
@@ -305,8 +315,10 @@ class Server:
                 if rc is not None:
                     raise ServerError(f"{self.kind} exited while loading {self.model}", rc, self._logs())
                 if self.kind == "torchserve" and (marker := self._torchserve_failed()):
+                    # the worker's traceback may reach the log after the line that says it died (seen
+                    # under load): let the logs settle before quoting them
                     raise ServerError(f"torchserve could not load {self.model} ({marker!r} in its log)", 1,
-                                      self._logs())
+                                      self._logs(settle_s=5.0))
                 if self._ready():
                     break
                 if time.time() - t0 > self.timeout:
