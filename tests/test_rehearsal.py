@@ -266,3 +266,16 @@ def test_failed_jobs_are_told_apart_with_their_evidence():
     assert crash["kind"] == "crash" and "[crash]" in crash["evidence"][1]
     assert rh.job_failure(job(JobId="24", JobState="TIMEOUT", ExitCode="0:15"), [], {})["kind"] == "timeout"
     assert len({lost["kind"], over["kind"], crash["kind"]}) == 3
+
+
+def test_the_image_plan_lists_the_layers_snakemake_leaves_as_remaining():
+    """Snakemake 9's forced dry run of the image step stops before the layer images (their base is
+    forced too) and lists them as remaining jobs: they are images of the plan all the same (the first
+    full rehearsal with images ran storage from host builds because this output was read as a failure)."""
+    out = ("localrule build_container:\n    output: containers/sif/ceph.sif\n    wildcards: name=ceph\n"
+           "localrule build_container:\n    output: containers/sif/juicefs.sif\n"
+           "BUG: Out of jobs ready to be started, but not all files built yet.\nRemaining jobs:\n"
+           " - storage_layer_image: containers/sif/juicefs-cosbench.sif\n"
+           " - storage_layer_image: containers/sif/ceph-mdtest.sif\n")
+    assert rh.image_names_in_plan(out) == ["ceph", "ceph-mdtest", "juicefs", "juicefs-cosbench"]
+    assert rh.image_names_in_plan("Nothing to be done.\n") == []
