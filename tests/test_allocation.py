@@ -90,3 +90,13 @@ def test_local_outside_slurm(monkeypatch):
     h = allocation.here()
     assert h["hostname"] and h["node"]
     assert allocation.source_address("127.0.0.1") == "127.0.0.1"
+
+
+def test_inside_a_slurm_job_without_scontrol_fails_loudly(monkeypatch, tmp_path):
+    """A process inside a Slurm job that cannot read the job's nodes (no scontrol: an image without
+    Slurm's client) refuses instead of taking the job for one host with services on 127.0.0.1 (what
+    storage's driver did inside its stack image on the multi-host cluster)."""
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no scontrol here
+    with pytest.raises(allocation.AllocationError, match=r"inside Slurm job 4242 but scontrol is not on PATH"):
+        allocation.current()

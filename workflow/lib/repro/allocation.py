@@ -175,6 +175,12 @@ def current() -> Allocation:
     job_id = os.environ.get("SLURM_JOB_ID")
     if job_id and shutil.which("scontrol"):
         return from_scontrol(job_id)
+    if job_id:
+        # inside a Slurm job without Slurm's client (seen: storage's driver inside a stack image on the
+        # multi-host cluster took its 4-node job for one host, services on 127.0.0.1): never guess
+        raise AllocationError(f"inside Slurm job {job_id} but scontrol is not on PATH here (a process in an "
+                              "image without Slurm's client?): the job's nodes cannot be read, so nothing may "
+                              "be placed; run this side on the host, or put Slurm's client in the image")
     return local()
 
 

@@ -421,17 +421,23 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, al
     if why_not:
         say(f"{stack}: not run: {why_not}")
         return 2
-    not_lustre = lustre.refusal(cfg["paths"].get("lustre_dir")) if stack == "lustre-minio" else None
-    if not_lustre:  # issue 28: a directory that is not Lustre is refused at job start, naming the key
-        print(f"storage: {not_lustre}", file=sys.stderr)
+    def refuse(why: str) -> int:
+        """Nothing may start: a failure record per configuration, saying why (kind error)."""
+        print(f"storage: {why}", file=sys.stderr)
         for c in confs:
             rec = rawio.new_record(layout.STUDY, benchmark, {"stack": stack, "benchmark": benchmark, "size": c["size"],
                                                              "workers": c["workers"], "nodes": cfg["nodes"][0]},
                                    rep, kind, {})
-            rawio.write_failure(layout.raw_path(stack, benchmark, c["size"], c["workers"], rep), rec, not_lustre,
-                                "error")
+            rawio.write_failure(layout.raw_path(stack, benchmark, c["size"], c["workers"], rep), rec, why, "error")
         return 1
-    alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
+
+    not_lustre = lustre.refusal(cfg["paths"].get("lustre_dir")) if stack == "lustre-minio" else None
+    if not_lustre:  # issue 28: a directory that is not Lustre is refused at job start, naming the key
+        return refuse(not_lustre)
+    try:
+        alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
+    except allocation.AllocationError as e:  # e.g. the driver inside an image without Slurm's client
+        return refuse(str(e))
     job = StackJob(cfg, stack, benchmark, rep, confs, kind, alloc)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)

@@ -83,3 +83,23 @@ def test_the_fio_limit_refuses_a_lustre_dir_that_is_not_lustre(tmp_path):
     assert "storage.paths.lustre_dir" in rec["failure"] and "not on Lustre" in rec["failure"]
     assert not list(not_lustre.iterdir())
 
+
+
+def test_a_stack_job_that_cannot_read_its_slurm_allocation_refuses_with_records(tmp_path, monkeypatch):
+    """Inside a Slurm job without scontrol (the driver in an image without Slurm's client), a stack job
+    writes a failure record per configuration saying so, instead of running as one host on 127.0.0.1."""
+    from repro import rawio
+    from studies.storage import layout, run
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SLURM_JOB_ID", "4243")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    cfg = section(paths={"work_dir": str(tmp_path / "work"), "shared_dir": str(tmp_path / "shared")})
+    assert run.run_stack(cfg, "juicefs", "cosbench", 0, "slurm") == 1
+    confs = layout.configurations(cfg, "juicefs", "cosbench")
+    assert confs
+    for c in confs:
+        rec = json.loads(rawio.failure_path(layout.raw_path("juicefs", "cosbench", c["size"], c["workers"], 0))
+                         .read_text())
+        assert "inside Slurm job 4243 but scontrol is not on PATH" in rec["failure"] and rec["failure_kind"] == "error"
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())  # nothing started
