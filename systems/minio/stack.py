@@ -53,7 +53,10 @@ def cache_dir() -> Path:
 
 
 def minio_binary() -> str:
-    """The cached build (setup.sh), else a `minio` on PATH (the container's /usr/local/bin)."""
+    """The cached build (setup.sh), else a `minio` on PATH; from an image (daemons.image_exec), the image's
+    /usr/local/bin/minio."""
+    if dm.image_exec():
+        return dm.which("minio", "the minio image (containers/minio.def)")
     cached = cache_dir() / "bin" / "minio"
     if (cache_dir() / ".complete").exists() and os.access(cached, os.X_OK):
         return str(cached)

@@ -11,6 +11,13 @@ One state directory per running stack:
 Every daemon runs in the foreground in its own session (process group), so stopping it
 also stops anything it forked. The stacks (systems/ceph, systems/minio, systems/juicefs) use
 `Stack` and `main()` from here; none of them has its own copy of this logic.
+
+From an image (a cluster run): this script and the benchmark driver stay on the host (they need
+Slurm's client: srun steps, scontrol), and every command of the stack runs in the stack's image --
+on this node inside one Apptainer instance (REPRO_STACK_EXEC, e.g. `apptainer exec
+instance://NAME`), so that the daemons here, the FUSE mount and the benchmark's tasks share its
+mount namespace; on another node behind --launcher in a plain `apptainer exec IMAGE`
+(REPRO_STACK_EXEC_REMOTE). Both unset: everything on the host, as before.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -86,13 +94,47 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+# ---------------------------------------------------------------------------------------------
+# where the stack's commands run: the host, or the stack's image (module docstring)
+# ---------------------------------------------------------------------------------------------
+EXEC_ENV, EXEC_REMOTE_ENV = "REPRO_STACK_EXEC", "REPRO_STACK_EXEC_REMOTE"
+
+
+class Remote(list):
+    """An argv already placed on another host (behind --launcher): not wrapped again for this one."""
+
+
+def image_exec() -> list[str]:
+    """The prefix that runs a command in the stack's image on this node (its instance); [] on the host."""
+    return shlex.split(os.environ.get(EXEC_ENV, ""))
+
+
+def here(argv: list[str]) -> list[str]:
+    """argv as run on this node: in the stack's image (its instance) when there is one."""
+    return list(argv) if isinstance(argv, Remote) else image_exec() + list(argv)
+
+
+def python() -> str:
+    """The Python that runs this package's scripts (where.py) next to a daemon: the host's, or the image's."""
+    return "python3" if image_exec() else sys.executable
+
+
 def mounted(path: Path) -> bool:
+    """Whether `path` is a mount point where the stack mounts: this process's mount table, or the image's
+    instance's (a FUSE mount made in it is not visible on the host)."""
     target = str(Path(path).resolve())
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[4].replace("\\040", " ") == target:
-                return True
+    if image_exec():
+        r = subprocess.run(here(["cat", "/proc/self/mountinfo"]), capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise StackError(f"cannot read the mount table of the stack's image: {r.stderr[-500:]}")
+        lines = r.stdout.splitlines()
+    else:
+        with open("/proc/self/mountinfo") as f:
+            lines = f.read().splitlines()
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 4 and fields[4].replace("\\040", " ") == target:
+            return True
     return False
 
 
@@ -126,10 +168,10 @@ def unmount(path: Path, timeout: float = 10.0) -> None:
         for tool in tools:
             if not mounted(path):
                 return
-            if shutil.which(tool[0]) is None:
+            if not image_exec() and shutil.which(tool[0]) is None:
                 continue
             cmd = tool + (["-z"] if lazy and tool[0].startswith("fuser") else ["-l"] if lazy else []) + [str(path)]
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+            subprocess.run(here(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
     if mounted(path):
         raise StackError(f"could not unmount {path}")
 
@@ -166,10 +208,10 @@ class Daemon:
         self.pidfile.parent.mkdir(parents=True, exist_ok=True)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as log:
-            log.write(f"=== {datetime.now(UTC).isoformat()} start: {' '.join(argv)}\n".encode())
+            log.write(f"=== {datetime.now(UTC).isoformat()} start: {' '.join(here(argv))}\n".encode())
             log.flush()
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                here(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=env, cwd=cwd, start_new_session=True,
             )
         self.write_pid(proc.pid)
@@ -254,7 +296,7 @@ def require_port_free(daemon_name: str, port: int, host: str = "127.0.0.1") -> N
 
 def binary_version(argv: list[str], timeout: float = 30) -> str:
     """First non-empty line a binary prints for its version flag."""
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    out = subprocess.run(here(argv), capture_output=True, text=True, timeout=timeout)
     text = (out.stdout + out.stderr).strip()
     if out.returncode != 0 or not text:
         raise StackError(f"cannot read the version of {argv[0]}: {text or 'no output'}")
@@ -262,9 +304,15 @@ def binary_version(argv: list[str], timeout: float = 30) -> str:
 
 
 def which(name: str, hint: str) -> str:
-    path = shutil.which(name)
+    """`name`'s path on this node's PATH: the host's, or the stack image's."""
+    if image_exec():
+        r = subprocess.run(here(["sh", "-c", 'command -v "$0"', name]), capture_output=True, text=True, timeout=60)
+        path = r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
+        where = f"in the stack's image ({' '.join(image_exec())})"
+    else:
+        path, where = shutil.which(name), "on PATH"
     if path is None:
-        raise StackError(f"{name} not found on PATH ({hint})")
+        raise StackError(f"{name} not found {where} ({hint})")
     return path
 
 
@@ -275,6 +323,7 @@ def run(argv: list[str], what: str, timeout: float = 120, task: Daemon | None = 
     With `task`, its PID file exists while the command runs, so that `down` also ends a set-up
     command left running by an `up` that was killed outright.
     """
+    argv = here(argv)
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, start_new_session=True)
     if task is not None:
@@ -337,7 +386,7 @@ class Stack:
                   cwd: Path | None = None) -> Daemon:
         """Start `name` on `host` (this host, or behind --launcher), wrapped by where.py so that the
         node it *really* ran on, and the address it serves, land in run/NAME.where.json."""
-        wrapped = [sys.executable, str(WHERE), "run", str(self.where_file(name)), "--serves", serves, "--", *argv]
+        wrapped = [python(), str(WHERE), "run", str(self.where_file(name)), "--serves", serves, "--", *argv]
         self.where_file(name).unlink(missing_ok=True)
         self.placed.append(name)
         return self.launch(name, self.on_host(host, wrapped), env=env, cwd=cwd)
@@ -510,10 +559,12 @@ class Stack:
         return socket.gethostbyname(host)
 
     def on_host(self, host: str, argv: list[str]) -> list[str]:
-        """argv as run on `host`: unchanged for this host, else behind the --launcher prefix."""
+        """argv as run on `host`: unchanged for this host (run and start put it in the image when there is
+        one), else behind the --launcher prefix, in the stack's image there when there is one."""
         if self.is_local(host):
             return argv
-        return self.args.launcher.format(host=host).split() + argv
+        return Remote(self.args.launcher.format(host=host).split()
+                      + shlex.split(os.environ.get(EXEC_REMOTE_ENV, "")) + list(argv))
 
     # -- command line ----------------------------------------------------------------------
     @classmethod

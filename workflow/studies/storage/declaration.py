@@ -41,10 +41,11 @@ STUDY = Study(
     },
     # the benchmark layers on the stack images fetch from github.com (COSBench 0.4.2 and its Java 8,
     # IOR/mdtest): where they cannot be built, COSBench's side runs tools/cosbench's driver (the
-    # stand-in, labelled so) and mdtest's runs in the stack's own image (mdbench or mdtest there)
+    # stand-in, labelled so) and mdtest's in <stack>-mdbench.sif (containers/mdbench.def: Open MPI and
+    # tools/mdtest's mdbench from the package registries; a stack image alone has no MPI)
     image_fallbacks={
         "cosbench": {"cosbench": {"tool": "driver"}},
-        "mdtest": {"mdtest": {"container": "none", "tool": "auto"}},
+        "mdtest": {"mdtest": {"container": "mdbench", "tool": "mdbench"}},
     },
     readme={
         "local": "≈9 min (538 s of job time, 8 min 39 s wall measured at load 11–14; 352 s on a quieter "

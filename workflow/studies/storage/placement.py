@@ -92,12 +92,14 @@ def mdtest_prefix(alloc: Allocation, tasks: int) -> list[str]:
     return ["mpirun", "--oversubscribe", "--bind-to", "none", "-n", str(tasks)]
 
 
-def probe_tasks(alloc: Allocation, tasks: int, path: str, timeout: float = 120) -> dict:
+def probe_tasks(alloc: Allocation, tasks: int, path: str, timeout: float = 120, inner: list[str] | None = None) -> dict:
     """Where mdtest's tasks run, measured: the same launch as mdtest runs systems/storage_common/
     where.py probe PATH in each task; per task its hostname, node and PATH's mount."""
     from systems.storage_common.daemons import WHERE
 
-    cmd = [*mdtest_prefix(alloc, tasks), sys.executable, str(WHERE), "probe", path]
+    # `inner`: each task in the stack's image instance (the mount is in its namespace), the image's python3
+    cmd = [*mdtest_prefix(alloc, tasks), *(inner or []), "python3" if inner else sys.executable, str(WHERE), "probe",
+           path]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     rows = []
     for line in r.stdout.splitlines():

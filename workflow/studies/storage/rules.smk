@@ -35,7 +35,8 @@ localrules:
 rule storage_layer_image:
     """A stack image with a benchmark layer (containers/{layer}.def: Bootstrap localimage on the
     stack's .sif): <stack>-cosbench.sif (COSBench 0.4.2 + Java 8), <stack>-mdtest.sif (Open MPI +
-    IOR/mdtest). Used when storage.cosbench.tool = cosbench / storage.mdtest.container = layered."""
+    IOR/mdtest), <stack>-mdbench.sif (Open MPI + tools/mdtest's mdbench, from the package registries alone).
+    Used when storage.cosbench.tool = cosbench / storage.mdtest.container = layered or mdbench."""
     input:
         definition="containers/{layer}.def",
         base=f"{SIF_DIR}/{{base}}.sif",
@@ -46,7 +47,7 @@ rule storage_layer_image:
         "results/containers/log/{base}-{layer}.log",
     wildcard_constraints:
         base="ceph|minio|juicefs",
-        layer="cosbench|mdtest",
+        layer="cosbench|mdtest|mdbench",
     resources:
         runtime=90,
         mem_mb=4000,
@@ -61,10 +62,11 @@ rule storage_layer_image:
 ruleorder: storage_layer_image > build_container
 
 
-def st_run_rule(name, doc, *, what, args, system, output, log, benchmark, wildcards, resources, exec, mpi_env=False):
-    """One run rule: `python3 -m studies.storage.run <what> --config <run section> <args> --launcher L`
-    in the system's image (`exec`), after the MPI environment where the job launches MPI ranks.
-    Made in a function (a rule's shell expression is evaluated again when its job runs)."""
+def st_run_rule(name, doc, *, what, args, system, output, log, benchmark, wildcards, resources, image, mpi_env=False):
+    """One run rule: `python3 -m studies.storage.run <what> --config <run section> <args> --launcher L
+    [--image SIF]`, after the MPI environment where the job launches MPI ranks. The driver runs on the
+    host (it needs Slurm's client); with --image the stack's commands run in the image (run.py's
+    ImageSide). Made in a function (a rule's shell expression is evaluated again when its job runs)."""
     rule:
         name:
             name
@@ -83,19 +85,24 @@ def st_run_rule(name, doc, *, what, args, system, output, log, benchmark, wildca
         resources:
             **resources,
         params:
-            exec=exec,
+            image=image,
             cfg=lambda wc: run_json("storage"),
             mpi_env=MPI_ENV,
             launcher_kind=LAUNCHER,
         shell:
-            "(" + ("{params.mpi_env}; " if mpi_env else "") + "{params.exec} python3 -m studies.storage.run "
-            + what + " --config {params.cfg} " + args + " --launcher {params.launcher_kind}) > {log} 2>&1"
+            "(" + ("{params.mpi_env}; " if mpi_env else "") + "python3 -m studies.storage.run "
+            + what + " --config {params.cfg} " + args + " --launcher {params.launcher_kind}{params.image}) > {log} 2>&1"
 
     workflow.get_rule(name).docstring = doc
 
 
-def st_stack_exec(bench):
-    return lambda wc: system_exec(st_image(wc.stack, bench))
+def st_image_arg(name):
+    """` --image SIF` where the side runs from its image, else nothing (the host's build)."""
+    return f" --image {sif(name)}" if in_image(name) else ""
+
+
+def st_stack_image(bench):
+    return lambda wc: st_image_arg(st_image(wc.stack, bench))
 
 
 # one rule per benchmark: the outputs of a job are every (size, workers) of that benchmark
@@ -109,7 +116,7 @@ for _st_bench in st_layout.BENCHMARKS:
         benchmark=st_bench(f"storage_{_st_bench}_run", stack="{stack}", rep="{rep}"),
         wildcards={"stack": "|".join(st_layout.STACKS)},
         resources=n_plus_1_resources(ST_NODES, runtime=ST["runtime_minutes"]),
-        exec=st_stack_exec(_st_bench), mpi_env=True,
+        image=st_stack_image(_st_bench), mpi_env=True,
     )
 
 
@@ -131,11 +138,11 @@ st_run_rule(
     "storage_limit_run",
     "The limits, same run: fio on the directory the stacks sit on; the driver's own ceiling.",
     what="limit", args="--limit {wildcards.limit} --rep {wildcards.rep}",
-    system=["tools/cosbench/build/cosbench-driver"] if ST_LOCAL_BUILD else system_image_input("minio"),
+    system=["tools/cosbench/build/cosbench-driver", *system_image_input("minio")],
     output=st_layout.limit_path("{limit}", "{rep}"),
     log="results/storage/log/run/limit~{limit}/rep~{rep}.log",
     benchmark=st_bench("storage_limit_run", limit="{limit}", rep="{rep}"),
-    wildcards={"limit": "|".join(st_layout.LIMITS)}, resources=st_limit_resources(), exec=system_exec("minio"),
+    wildcards={"limit": "|".join(st_layout.LIMITS)}, resources=st_limit_resources(), image=st_image_arg("minio"),
 )
 
 

@@ -25,12 +25,22 @@ planned (layout.lustre_not_run) and refused here.
 
 limit: fio on the directory the stacks sit on (tools/fio), or the COSBench driver's own ceiling
 against its in-memory S3 endpoint (cosbench-driver ceiling).
+
+--image SIF (a cluster run from images): this driver stays on the host -- it needs Slurm's client
+(scontrol for the allocation, srun steps for the daemons and mdtest's tasks), which an image does
+not have -- and every command of the stack runs in the image (ImageSide): on the driver node in one
+Apptainer instance of it, shared by the stack's daemons here, its FUSE mount and mdtest's tasks (a
+mount made in one container is invisible in another); on the system nodes in `apptainer exec SIF`
+behind each srun step. cosbench-driver is a static tool of the host's build (tools/cosbench); the
+real COSBench and mdtest/mdbench run from the image's layer (storage.cosbench.tool,
+storage.mdtest.container).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -40,6 +50,7 @@ from pathlib import Path
 
 from repro import allocation, cli, procs, provenance, rawio
 from studies.storage import layout, lustre, placement
+from systems.storage_common import daemons as dm
 from tools.common import free_port
 from tools.cosbench import gen as cosgen
 from tools.cosbench import parser as cosparse
@@ -48,6 +59,7 @@ from tools.mdtest.parser import parse_mdtest
 REPO = Path(__file__).resolve().parents[3]
 DRIVER = REPO / "tools" / "cosbench" / "build" / "cosbench-driver"
 MDBENCH = REPO / "tools" / "mdtest" / "build" / "mdbench"
+IN_IMAGE = REPO / "workflow" / "scripts" / "in-image.sh"
 STACK_SCRIPT = {"ceph": "ceph", "lustre-minio": "minio", "juicefs": "juicefs"}
 MDTEST_OPS = ("create", "stat", "open", "remove")            # files (mdtest -F / mdbench)
 MDTEST_DIR_OPS = ("dir_create", "dir_stat", "dir_remove")  # directories (mdtest without -F, mdbench --dirs)
@@ -66,6 +78,62 @@ def say(msg: str) -> None:
 
 def _terminate(signum, frame):
     raise SystemExit(128 + signum)  # unwinds through the finally that brings the stack down
+
+
+# ---------------------------------------------------------------------------------------------
+# the image (a cluster run): the driver on the host, the stack's commands in the image
+# ---------------------------------------------------------------------------------------------
+class ImageSide:
+    """The stack's image for one job (module docstring). `start` starts an instance of it on this node
+    and sets daemons.EXEC_ENV / EXEC_REMOTE_ENV, which the stack's stack.py (a child of this process)
+    and this driver's own image commands read; `stop` stops the instance (after the stack is down)."""
+
+    def __init__(self, image: str, cfg: dict, tag: str):
+        self.image = str(Path(image).resolve())
+        self.name = re.sub(r"[^A-Za-z0-9_.-]", "-", f"st-{tag}")
+        dirs = [REPO, Path.cwd(), cfg["paths"]["work_dir"], cfg["paths"]["shared_dir"], cfg["paths"].get("lustre_dir")]
+        binds: list[str] = []
+        for d in dirs:
+            if d:
+                Path(d).mkdir(parents=True, exist_ok=True)
+                if str(Path(d).resolve()) not in binds:
+                    binds.append(str(Path(d).resolve()))
+        self.binds = ",".join(binds)
+        self.pythonpath = os.pathsep.join(str(REPO / d) for d in ("workflow/lib", "workflow", "."))
+        self.started = False
+
+    @property
+    def exec_here(self) -> list[str]:
+        """A command on this node, in the instance (its mount namespace)."""
+        return ["apptainer", "exec", f"instance://{self.name}", str(IN_IMAGE)]
+
+    @property
+    def exec_plain(self) -> list[str]:
+        """A command in a container of its own (another node behind an srun step, or fio here)."""
+        return ["apptainer", "exec", "--bind", self.binds, self.image, str(IN_IMAGE)]
+
+    def start(self) -> None:
+        if not Path(self.image).exists():
+            raise RuntimeError(f"image {self.image} does not exist (built by the workflow's image rules)")
+        os.environ["REPRO_PYTHONPATH"] = self.pythonpath
+        cmd = ["apptainer", "instance", "start", "--bind", self.binds, self.image, self.name]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError(procs.failure_message("apptainer instance start", r, tail=2000))
+        self.started = True
+        os.environ[dm.EXEC_ENV] = " ".join(self.exec_here)
+        os.environ[dm.EXEC_REMOTE_ENV] = " ".join(self.exec_plain)
+        say(f"image {self.image}: instance {self.name} on this node (binds {self.binds})")
+
+    def stop(self) -> None:
+        os.environ.pop(dm.EXEC_ENV, None)
+        os.environ.pop(dm.EXEC_REMOTE_ENV, None)
+        if self.started:
+            r = subprocess.run(["apptainer", "instance", "stop", self.name], capture_output=True, text=True,
+                               timeout=300)
+            if r.returncode != 0:
+                say(f"apptainer instance stop {self.name}: exit {r.returncode}: {r.stderr[-1000:]}")
+            self.started = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,11 +198,19 @@ def run_cosbench(cfg: dict, stack: str, info: dict, size: str, workers: int, out
     outdir.mkdir(parents=True)
     (outdir / name).write_text(xml)
     if c["tool"] == "cosbench":  # the real COSBench 0.4.2 (cluster image): same XML, same CSV layout
+        workdir = Path(cfg["paths"]["work_dir"]) / f"cosbench-{os.getpid()}"
+        if dm.image_exec():  # in the image's instance (its /opt/cosbench)
+            cmd = [*dm.here(["python3", "-m", "tools.cosbench.real", str(outdir / name), "--out", str(outdir),
+                             "--home", c["home"], "--timeout", str(c["timeout_s"]), "--workdir", str(workdir)])]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=c["timeout_s"] + 900)
+            (outdir / "cosbench-real.log").write_text(r.stdout + r.stderr)
+            if r.returncode != 0:
+                raise RuntimeError(procs.failure_message("COSBench 0.4.2 (tools.cosbench.real)", r, tail=2000))
+            return cosbench_metrics(outdir), {"workload": name, "tool": "cosbench 0.4.2"}
         from tools.cosbench import real as cosreal
 
         try:
-            cosreal.run(outdir / name, outdir, Path(c["home"]), c["timeout_s"],
-                        workdir=Path(cfg["paths"]["work_dir"]) / f"cosbench-{os.getpid()}")
+            cosreal.run(outdir / name, outdir, Path(c["home"]), c["timeout_s"], workdir=workdir)
         except cosreal.CosbenchError as e:
             raise RuntimeError(f"COSBench 0.4.2: {e}") from e
         return cosbench_metrics(outdir), {"workload": name, "tool": "cosbench 0.4.2"}
@@ -151,7 +227,10 @@ def cosbench_tool_check(cfg: dict) -> str:
     """The COSBench tool's version string; a missing tool fails the job before its stack comes up."""
     c = cfg["cosbench"]
     if c["tool"] == "cosbench":
-        if not (Path(c["home"]) / "cli.sh").exists():
+        cli_sh = Path(c["home"]) / "cli.sh"
+        there = (subprocess.run(dm.here(["test", "-e", str(cli_sh)]), capture_output=True).returncode == 0
+                 if dm.image_exec() else cli_sh.exists())
+        if not there:
             raise SystemExit(f"storage.cosbench.tool = cosbench but storage.cosbench.home = {c['home']} holds no "
                              "cli.sh (COSBench 0.4.2: the layered image containers/cosbench.def)")
         return "COSBench 0.4.2"
@@ -186,7 +265,20 @@ def cosbench_metrics(outdir: Path) -> list[dict]:
 
 
 def mdtest_tool(cfg: dict) -> tuple[str, str]:
+    """(path, kind) of the metadata tool: mdtest, or tools/mdtest's mdbench; from an image, the image's
+    (its layer: storage.mdtest.container), which is where mdtest's tasks run."""
     want = cfg["mdtest"]["tool"]
+    if dm.image_exec():
+        for kind in ("mdtest", "mdbench"):
+            if want in ("auto", kind):
+                with_it = subprocess.run(dm.here(["sh", "-c", 'command -v "$0"', kind]), capture_output=True,
+                                         text=True, timeout=120)
+                if with_it.returncode == 0 and with_it.stdout.strip():
+                    return with_it.stdout.strip(), kind
+        raise SystemExit(f"storage.mdtest.tool = {want}, but the stack's image has no "
+                         f"{'mdtest or mdbench' if want == 'auto' else want} (storage.mdtest.container: "
+                         "'layered' adds IOR/mdtest, 'mdbench' tools/mdtest's mdbench with Open MPI; a stack "
+                         "image alone has no MPI)")
     real = shutil.which("mdtest")
     if want in ("auto", "mdtest") and real:
         return real, "mdtest"
@@ -220,12 +312,19 @@ def run_mdtest(cfg: dict, directory: Path, tasks: int, outdir: Path, alloc) -> t
         shutil.rmtree(outdir)
     outdir.mkdir(parents=True)
     testdir = directory / f"mdtest-{os.getpid()}-{tasks}"
-    testdir.mkdir(parents=True, exist_ok=True)
-    tasks_at = placement.probe_tasks(alloc, tasks, str(testdir))
-    cmd = [*placement.mdtest_prefix(alloc, tasks), *mdtest_argv(cfg, tool, kind, testdir)]
+    inner = dm.image_exec()  # from an image: the tasks in its instance, where the stack's mount is
+    if inner:
+        subprocess.run(dm.here(["mkdir", "-p", str(testdir)]), check=True, capture_output=True, timeout=120)
+    else:
+        testdir.mkdir(parents=True, exist_ok=True)
+    tasks_at = placement.probe_tasks(alloc, tasks, str(testdir), inner=inner)
+    cmd = [*placement.mdtest_prefix(alloc, tasks), *inner, *mdtest_argv(cfg, tool, kind, testdir)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=m["timeout_s"])
     (outdir / "mdtest.txt").write_text(f"$ {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
-    shutil.rmtree(testdir, ignore_errors=True)
+    if inner:
+        subprocess.run(dm.here(["rm", "-rf", str(testdir)]), capture_output=True, timeout=600)
+    else:
+        shutil.rmtree(testdir, ignore_errors=True)
     if r.returncode != 0:
         raise RuntimeError(f"{kind} exit {r.returncode}: {(r.stderr or r.stdout)[-2000:]}")
     parsed = parse_mdtest(r.stdout)
@@ -413,7 +512,7 @@ class StackJob:
             shutil.rmtree(self.work / "lustre-standin-s3", ignore_errors=True)
 
 
-def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, alloc=None) -> int:
+def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, alloc=None, image: str = "") -> int:
     """One stack x benchmark x repeat (a StackJob): 0 all ran, 1 some failed, 2 not run here (why said)."""
     confs = layout.configurations(cfg, stack, benchmark)
     kind = layout.system_kind(cfg, stack, benchmark)
@@ -438,23 +537,34 @@ def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, al
         alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
     except allocation.AllocationError as e:  # e.g. the driver inside an image without Slurm's client
         return refuse(str(e))
-    job = StackJob(cfg, stack, benchmark, rep, confs, kind, alloc)
+    side = ImageSide(image, cfg, f"{stack}-{benchmark}-{rep}-{os.getpid()}") if image else None
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
+    job = None
     try:
+        if side:
+            try:
+                side.start()
+            except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+                return refuse(f"the stack's image could not start on {allocation.here().get('hostname')}: {e}")
+        job = StackJob(cfg, stack, benchmark, rep, confs, kind, alloc)
         if job.needs_daemons and not job.up():
             return 1
         if benchmark == "mdtest":
             job.mdtest_base()
         return 1 if job.run_all() else 0
     finally:
-        job.down()
+        if job:
+            job.down()
+        if side:
+            side.stop()
 
 
-def fio_argv(cfg: dict, directory: Path, out: Path, prefix: list[str]) -> list[str]:
-    """tools/fio's runner on `directory` (behind `prefix`: an srun step on a system node on a cluster)."""
+def fio_argv(cfg: dict, directory: Path, out: Path, prefix: list[str], python: str = sys.executable) -> list[str]:
+    """tools/fio's runner on `directory` (behind `prefix`: an srun step on a system node on a cluster,
+    and/or the image's `apptainer exec`, whose `python` is python3)."""
     lim = cfg["limit"]
-    return [*prefix, sys.executable, "-m", "tools.fio.runner", "--directory", str(directory), "--out", str(out),
+    return [*prefix, python, "-m", "tools.fio.runner", "--directory", str(directory), "--out", str(out),
             "--sizes", ",".join(lim["fio_sizes"]), "--file-size", lim["fio_file_size"],
             "--runtime", str(lim["fio_runtime"])]
 
@@ -472,7 +582,7 @@ def fio_place(cfg: dict, alloc) -> tuple[Path, list[str], str]:
     return base, [], alloc.driver.name
 
 
-def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=None) -> int:
+def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=None, image: str = "") -> int:
     lim = cfg["limit"]
     raw = layout.limit_path(limit, rep)
     out = Path(layout.tool_dir(raw))
@@ -480,8 +590,12 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
         shutil.rmtree(out)
     out.mkdir(parents=True)
     kind = "real" if limit == "fio" else "stand-in:memserver"
+    # fio from the image (a cluster run): a container of its own where it measures (ImageSide.exec_plain)
+    inner = ImageSide(image, cfg, f"limit-{limit}-{rep}-{os.getpid()}").exec_plain if image and limit == "fio" else []
+    if inner:
+        os.environ["REPRO_PYTHONPATH"] = os.pathsep.join(str(REPO / d) for d in ("workflow/lib", "workflow", "."))
     rec = rawio.new_record(layout.STUDY, f"limit-{limit}", {"limit": limit}, rep, kind,
-                           {"fio": provenance.tool_version(["fio", "--version"])} if limit == "fio"
+                           {"fio": provenance.tool_version([*inner, "fio", "--version"], timeout=300)} if limit == "fio"
                            else {"cosbench-driver": "cosbench-driver 1.0"})
     try:
         if limit == "fio":
@@ -493,6 +607,8 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
                 raise RuntimeError(not_lustre)
             alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
             base, prefix, node = fio_place(cfg, alloc)
+            prefix = [*prefix, *inner]  # on the system node (srun step), in the image (apptainer exec)
+            py = "python3" if inner else sys.executable
             d = base / f"fio-{os.getpid()}"
             say(f"fio on {node}:{d} sizes={lim['fio_sizes']} rep={rep}")
             try:
@@ -500,9 +616,9 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
                     from systems.storage_common.daemons import WHERE
 
                     subprocess.run([*prefix, "mkdir", "-p", str(d)], check=True, capture_output=True, timeout=120)
-                    where = subprocess.run([*prefix, sys.executable, str(WHERE), "probe", str(d)], capture_output=True,
+                    where = subprocess.run([*prefix, py, str(WHERE), "probe", str(d)], capture_output=True,
                                            text=True, timeout=120).stdout
-                    r = subprocess.run(fio_argv(cfg, d, out, prefix), capture_output=True, text=True, timeout=7200)
+                    r = subprocess.run(fio_argv(cfg, d, out, prefix, py), capture_output=True, text=True, timeout=7200)
                     (out / "fio-runner.log").write_text(r.stdout + r.stderr)
                     if r.returncode != 0:
                         raise RuntimeError(procs.failure_message("fio", r, node=node, tail=2000))
@@ -559,15 +675,17 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", choices=layout.LIMITS)
     ap.add_argument("--rep", type=int, required=True)
     ap.add_argument("--launcher", choices=["local", "slurm"], default="local")
+    ap.add_argument("--image", default="", help="the stack's image (a cluster run): its commands run in it, this "
+                    "driver on the host (module docstring)")
     a, cfg = cli.finish(ap, argv)
     Path(cfg["paths"]["work_dir"]).mkdir(parents=True, exist_ok=True)
     if a.what == "stack":
         if not (a.stack and a.benchmark):
             ap.error("stack needs --stack and --benchmark")
-        return run_stack(cfg, a.stack, a.benchmark, a.rep, a.launcher)
+        return run_stack(cfg, a.stack, a.benchmark, a.rep, a.launcher, image=a.image)
     if not a.limit:
         ap.error("limit needs --limit")
-    return run_limit(cfg, a.limit, a.rep, a.launcher)
+    return run_limit(cfg, a.limit, a.rep, a.launcher, image=a.image)
 
 
 if __name__ == "__main__":

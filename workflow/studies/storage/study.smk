@@ -30,7 +30,7 @@ ST_IMAGES = {"ceph": "ceph", "lustre-minio": "minio", "juicefs": "juicefs"}
 # Open MPI + IOR/mdtest beside the stack's daemons, when the config asks for them
 ST_LAYER = {
     "cosbench": "cosbench" if ST["cosbench"]["tool"] == "cosbench" else None,
-    "mdtest": "mdtest" if ST["mdtest"]["container"] == "layered" else None,
+    "mdtest": {"layered": "mdtest", "mdbench": "mdbench"}.get(ST["mdtest"]["container"]),
 }
 
 
@@ -103,11 +103,15 @@ register_study(
 
 
 def st_system_inputs(bench):
+    """The job's image, or the host's builds; cosbench-driver (a static tool the driver runs on the host)
+    whenever the real COSBench is not the tool."""
     def inputs(wc):
         files = system_image_input(st_image(wc.stack, bench))
+        if bench == "cosbench" and ST["cosbench"]["tool"] != "cosbench":
+            files.append("tools/cosbench/build/cosbench-driver")
         if not in_image(st_image(wc.stack, bench)):
             files += ["tools/cosbench/build/cosbench-driver", "tools/mdtest/build/mdbench"]
-        return files
+        return list(dict.fromkeys(files))
 
     return inputs
 
