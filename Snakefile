@@ -18,6 +18,7 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/model_study.smk"
 include: "workflow/studies/smoke/rules.smk"
 include: "workflow/studies/tco/rules.smk"
 include: "workflow/studies/cloudcost/rules.smk"

@@ -19,6 +19,15 @@ TIME_KEYS = ("setup_local", "run_local", "analysis_local", "run_cluster")
 # the aggregate of a benchmark study with a limits table: the tidy table, its summary, the limits, the claims
 AGGREGATE_OUTPUTS = {"measurements": "measurements.csv", "summary": "tables/summary.csv",
                      "limits": "tables/limits.csv", "claims": "claims.csv"}
+# the engine's model-study shape (workflow/rules/model_study.smk: a model computed from the config, no
+# benchmark, any machine): the expected times and README row every such study declares
+MODEL_STUDY_README = {"local": "< 10 s", "cluster": "< 1 min"}
+MODEL_STUDY_TIMES = {
+    "setup_local": "none beyond ./repro setup",
+    "run_local": "< 10 s",
+    "analysis_local": "< 10 s",
+    "run_cluster": "< 1 min (one small job)",
+}
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,9 @@
 """The cloudcost study, declared once (repro.study): what it is, what it writes, how long it takes.
 
-Its rules are the model-study shape it shares with tco (../tco/model_study.smk), and so are its
-expected times (tco's MODEL_STUDY_TIMES). README.md's expected-times row is tco's too
-(MODEL_STUDY_README)."""
+Its rules are the engine's model-study shape (workflow/rules/model_study.smk), and so are its expected
+times and README row (repro.study.MODEL_STUDY_TIMES, MODEL_STUDY_README: one per cost model)."""
 
-from repro.study import Study
-from studies.tco.declaration import MODEL_STUDY_README, MODEL_STUDY_TIMES
+from repro.study import MODEL_STUDY_README, MODEL_STUDY_TIMES, Study
 
 STUDY = Study(
     name="cloudcost",

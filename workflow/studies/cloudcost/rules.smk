@@ -4,10 +4,7 @@
 
 from studies.cloudcost import declaration as cloudcost_declaration
 
-
-# the shape it shares with tco (a model study: run, aggregate, figure)
-include: "../tco/model_study.smk"
-
+# the engine's model-study shape (workflow/rules/model_study.smk): run, aggregate, figure
 
 model_study(
     cloudcost_declaration.STUDY,

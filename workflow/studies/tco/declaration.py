@@ -1,18 +1,9 @@
 """The tco study, declared once (repro.study): what it is, what it writes, how long it takes.
 
-Its rules are the model-study shape (model_study.smk); README.md's expected-times table has one
-row per cost model, the same for both (MODEL_STUDY_README)."""
+Its rules are the engine's model-study shape (workflow/rules/model_study.smk), and so are its expected
+times and README row (repro.study.MODEL_STUDY_TIMES, MODEL_STUDY_README: one per cost model)."""
 
-from repro.study import Study
-
-# both cost models (tco, cloudcost): a model computed from the config, no benchmark
-MODEL_STUDY_README = {"local": "< 10 s", "cluster": "< 1 min"}  # a model: no benchmark, any machine
-MODEL_STUDY_TIMES = {
-    "setup_local": "none beyond ./repro setup",
-    "run_local": "< 10 s",
-    "analysis_local": "< 10 s",
-    "run_cluster": "< 1 min (one small job)",
-}
+from repro.study import MODEL_STUDY_README, MODEL_STUDY_TIMES, Study
 
 STUDY = Study(
     name="tco",

@@ -13,9 +13,7 @@ if enabled("tco"):
     except tco_model.InputError as _exc:
         raise WorkflowError(f"invalid configuration: {_exc}") from None
 
-
-include: "model_study.smk"
-
+# the engine's model-study shape (workflow/rules/model_study.smk): run, aggregate, figure
 
 model_study(
     tco_declaration.STUDY,

@@ -1,7 +1,7 @@
-"""The model-study shape (model_study.smk) of tco and cloudcost, each declared once (declaration.py):
-the derived `<study>` target builds every declared output with the three jobs, and `enabled` (the
-schema's only x-plan key) never reaches the model run's command: the run gets run_json, the figure
-the whole section (study_json). Fails if the run rule is given study_json again."""
+"""The engine's model-study shape (workflow/rules/model_study.smk) of tco and cloudcost, each declared
+once (declaration.py): the derived `<study>` target builds every declared output with the three jobs,
+and `enabled` (the schema's only x-plan key) never reaches the model run's command: the run gets
+run_json, the figure the whole section (study_json). Fails if the run rule is given study_json again."""
 
 from __future__ import annotations
 

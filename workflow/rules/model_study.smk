@@ -1,5 +1,7 @@
-# The one shape of a model study (tco, cloudcost): no benchmark, a cost model computed from the
-# config, declared in the study's declaration.py (repro.study.Study). Three jobs, named <study>_run,
+# The engine's model-study shape (the cost models): no benchmark, a cost model computed from the
+# config, declared in the study's declaration.py (repro.study.Study; its expected times and README row:
+# repro.study.MODEL_STUDY_TIMES, MODEL_STUDY_README). A study's rules.smk calls model_study(...) once;
+# this file is the Snakefile's (included after common.smk), never a study's. Three jobs, named <study>_run,
 # <study>_aggregate, <study>_figure (the targets <study> and <study>_kick: the Snakefile's):
 #
 #   <study>_run        python3 -m studies.<study>.model --config CFG --<key> OUT ...   (raw files)
@@ -13,7 +15,6 @@
 # analysis_rule (the run's benchmark file keeps its name, <study>_run.tsv); the aggregate takes the
 # whole section (study_json: the claims' tolerances and judging_scale, issue 28) before its files, so
 # it is written here.
-# Included by both studies' rules.smk (defining the function twice is harmless).
 
 
 def model_study(st, *, run_outputs, aggregate_inputs, aggregate_outputs):
