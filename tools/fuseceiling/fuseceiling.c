@@ -28,6 +28,9 @@
 #define FUSE_USE_VERSION 314
 #define _GNU_SOURCE
 #include <fuse_lowlevel.h>
+#ifdef HAVE_FUSEURING
+#include "../fuseuring/fuseuring.h"
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -61,7 +65,13 @@ static struct {
     int writeback_cache; /* 1 asked, 2 granted */
     int splice;          /* 0 none, 1 libfuse default, 2 all */
     const char *mountpoint;
-} C = {1u << 20, 0, 1 << 20, 0, 0, 0, 1, NULL};
+    int uring;           /* --transport io_uring (falls back to /dev/fuse when refused) */
+    unsigned uring_depth; /* ring entries per queue (0: fuseuring's default) */
+} C = {1u << 20, 0, 1 << 20, 0, 0, 0, 1, NULL, 0, 0};
+
+#ifdef HAVE_FUSEURING
+static struct fuseuring *U;
+#endif
 
 /* ------------------------------------------------------------- files */
 typedef struct file {
@@ -259,6 +269,12 @@ static int stats_json(char *buf, size_t cap)
     files_n = nfiles;
     for (int i = 0; i < nfiles; i++) bytes += files[i]->size;
     pthread_mutex_unlock(&dir_lock);
+    struct rusage ru; /* the whole daemon, threads that ended included */
+    getrusage(RUSAGE_SELF, &ru);
+    char tr[1024] = "{\"transport\":\"dev-fuse\",\"requested\":0}";
+#ifdef HAVE_FUSEURING
+    if (C.uring) fuseuring_json(U, tr, sizeof tr);
+#endif
 #define L(x) (unsigned long long)__atomic_load_n(&S.x, __ATOMIC_RELAXED)
     return snprintf(
         buf, cap,
@@ -269,13 +285,17 @@ static int stats_json(char *buf, size_t cap)
         "\"fuse\":{\"max_write\":%u,\"max_read\":%u,\"max_readahead\":%u,\"max_background\":%u,"
         "\"read_ahead_kb\":%d,\"capable\":%llu,\"want\":%llu,"
         "\"splice_read\":%d,\"splice_write\":%d,\"splice_move\":%d,\"writeback_cache\":%d,"
-        "\"direct_io\":%d,\"direct_io_read\":%d}}\n",
+        "\"direct_io\":%d,\"direct_io_read\":%d},"
+        "\"rusage\":{\"utime\":%.6f,\"stime\":%.6f,\"nvcsw\":%ld,\"nivcsw\":%ld},"
+        "\"transport\":%s}\n",
         L(read_reqs), L(read_bytes), L(read_max), L(write_reqs), L(write_bytes), L(write_max),
         L(opens), L(creates), L(unlinks), L(enomem), files_n, (unsigned long long)bytes,
         init_max_write, init_max_read, init_max_readahead, init_max_background, bdi_read_ahead_kb,
         (unsigned long long)init_capable, (unsigned long long)init_want,
         !!(init_want & FUSE_CAP_SPLICE_READ), !!(init_want & FUSE_CAP_SPLICE_WRITE),
-        !!(init_want & FUSE_CAP_SPLICE_MOVE), C.writeback_cache == 2, C.direct_io, C.direct_io_read);
+        !!(init_want & FUSE_CAP_SPLICE_MOVE), C.writeback_cache == 2, C.direct_io, C.direct_io_read,
+        ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
+        ru.ru_nvcsw, ru.ru_nivcsw, tr);
 #undef L
 }
 
@@ -578,7 +598,7 @@ static void c_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struc
 {
     (void)fi;
     if (ino == STATS_INO) {
-        char tmp[2048];
+        char tmp[4096];
         int l = stats_json(tmp, sizeof tmp);
         size_t n = (size_t)off >= (size_t)l ? 0 : (size_t)l - (size_t)off;
         fuse_reply_buf(req, tmp + off, n > size ? size : n);
@@ -677,6 +697,9 @@ static void c_init(void *userdata, struct fuse_conn_info *conn)
     uint64_t sp = FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
     if (C.splice == 0) conn->want &= ~sp;
     else if (C.splice == 2) conn->want |= sp & conn->capable;
+    /* io_uring: replies to ring requests are captured from libfuse's writev (no splice of replies),
+     * and what still comes through /dev/fuse is read (counted) rather than spliced */
+    if (C.uring) conn->want &= ~sp;
     init_capable = conn->capable;
     init_want = conn->want;
     init_max_write = conn->max_write;
@@ -731,6 +754,10 @@ static void usage(FILE *f)
             "  --writeback-cache     ask for the kernel's FUSE writeback cache\n"
             "  --splice MODE         none | default (libfuse's: splice-read if offered) | all\n"
             "                        (splice read, write and move)\n"
+            "  --transport T         dev-fuse (default: requests read from /dev/fuse) | io_uring\n"
+            "                        (FUSE over io_uring, per-CPU queues; needs the kernel's\n"
+            "                        enable_uring=Y, else falls back to /dev/fuse and says why)\n"
+            "  --uring-depth N       ring entries per queue (default 4)\n"
             "FUSE options: -f (foreground), -s (single-threaded), -d, -o clone_fd, -o max_threads=N ...\n"
             "Counters: cat MOUNTPOINT/" STATS_NAME "\n");
 }
@@ -766,6 +793,13 @@ static int run_fuse(int argc, char **argv)
     if (fuse_set_signal_handlers(se) != 0) goto out_destroy;
     if (fuse_session_mount(se, opts.mountpoint) != 0) goto out_handlers;
     if (fuse_daemonize(opts.foreground) != 0) goto out_unmount;
+#ifdef HAVE_FUSEURING
+    if (C.uring) { /* INIT and the queues, before the loop; /dev/fuse stays served by the loop */
+        U = fuseuring_start(se, 1, C.uring_depth);
+        fprintf(stderr, "fuseceiling: %s\n", fuseuring_message(U));
+        fflush(stderr);
+    }
+#endif
     if (opts.singlethread) {
         res = fuse_session_loop(se);
     } else {
@@ -780,6 +814,10 @@ static int run_fuse(int argc, char **argv)
     if (res == SIGTERM || res == SIGINT || res == SIGHUP) res = 0;
     else if (res) res = 1;
 out_unmount:
+#ifdef HAVE_FUSEURING
+    if (U) fuse_session_unmount(se); /* the kernel ends the ring's commands: then stop the threads */
+    fuseuring_stop(U);
+#endif
     fuse_session_unmount(se);
 out_handlers:
     fuse_remove_signal_handlers(se);
@@ -832,6 +870,26 @@ int main(int argc, char **argv)
                     return 2;
                 }
                 C.readahead = (long)n;
+            } else if (!strcmp(a, "--transport")) {
+                if (!strcmp(v, "dev-fuse")) C.uring = 0;
+                else if (!strcmp(v, "io_uring") || !strcmp(v, "uring")) C.uring = 1;
+                else {
+                    fprintf(stderr, "fuseceiling: --transport must be dev-fuse or io_uring\n");
+                    return 2;
+                }
+#ifndef HAVE_FUSEURING
+                if (C.uring) {
+                    fprintf(stderr, "fuseceiling: built without liburing (Debian: liburing-dev): "
+                                    "--transport io_uring falls back to /dev/fuse reads\n");
+                    C.uring = 0;
+                }
+#endif
+            } else if (!strcmp(a, "--uring-depth")) {
+                if (parse_size(v, &n) || n < 1 || n > 256) {
+                    fprintf(stderr, "fuseceiling: bad --uring-depth (1..256)\n");
+                    return 2;
+                }
+                C.uring_depth = (unsigned)n;
             } else if (!strcmp(a, "--splice")) {
                 if (!strcmp(v, "none")) C.splice = 0;
                 else if (!strcmp(v, "default")) C.splice = 1;
@@ -902,6 +960,10 @@ int main(int argc, char **argv)
             C.mountpoint = a;
         }
         fargv[fargc++] = argv[i];
+    }
+    if (C.uring && C.splice == 2) {
+        fprintf(stderr, "fuseceiling: --splice all needs --transport dev-fuse (ring replies are not spliced)\n");
+        return 2;
     }
     if (!C.mountpoint) {
         usage(stderr);
