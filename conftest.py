@@ -10,13 +10,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from repro import pythonpath
 from repro.testing import REPO, Snake, copy_repo, only_studies, project_env  # noqa: F401
 
-# the project's Python path (pytest.ini's `pythonpath` sets it for this process; subprocesses the
-# tests start -- scripts run as `python -m studies.<study>.<script>`, MPI ranks -- need it too)
-PYTHONPATH = [str(Path(__file__).resolve().parent / d) for d in ("workflow/lib", "workflow", ".")]
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    PYTHONPATH + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in PYTHONPATH])
+# the project's Python path (workflow/pythonpath.txt; pytest.ini's `pythonpath` puts the engine's
+# folders on this process's path, ./repro test all of them on PYTHONPATH): every subprocess a test
+# starts -- `python -m studies.<study>.<script>`, MPI ranks, a system's agents -- gets it, also
+# under a bare `pytest`
+os.environ["PYTHONPATH"] = pythonpath.value(Path(__file__).resolve().parent)
 
 
 def pytest_addoption(parser):

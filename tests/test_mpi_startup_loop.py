@@ -108,10 +108,9 @@ def test_the_fix_reaches_ranks_that_snakemakes_slurm_executor_launches(slurm_mul
     too, and the ranks run in the image when it is built (system_exec's line)."""
     shared = Path("/var/tmp/repro-mh-tests") / f"sm-{uuid.uuid4().hex[:8]}"
     shared.mkdir(parents=True)
-    exec_ = "env PYTHONPATH={repo}/workflow/lib python3"
+    exec_ = "{repo}/workflow/scripts/in-image.sh python3"
     if SIF.is_file() and os.access(APPTAINER, os.X_OK):
-        exec_ = (f"apptainer exec --bind {REPO} --env REPRO_PYTHONPATH={REPO}/workflow/lib "
-                 f"{SIF} {REPO}/workflow/scripts/in-image.sh python3")
+        exec_ = f"apptainer exec --bind {REPO} {SIF} {REPO}/workflow/scripts/in-image.sh python3"
     (shared / "Snakefile").write_text(f'''
 rule probe:
     output: "probe.txt"

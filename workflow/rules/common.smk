@@ -9,13 +9,19 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
-# One Python path for the rules, their jobs (local, in a container, or on a Slurm node, where
-# Snakemake re-reads this file) and the tests: the shared library (workflow/lib: `repro`), the
-# studies (workflow: `studies.<study>.<script>`, run as `python3 -m ...`) and the repository
-# root (`tools.<tool>`).
-PYTHONPATH_DIRS = [
-    os.path.join(workflow.basedir, d) for d in ("workflow/lib", "workflow", ".")
-]
+# The project's Python path (workflow/pythonpath.txt, the one list; workflow/README.md "Python: one
+# package path"): this checkout's folders, first on PYTHONPATH for every job -- local, on a Slurm
+# node (the job gets the submitting process's environment and re-reads this file), in an image
+# (workflow/scripts/in-image.sh reads the same list).
+with open(os.path.join(workflow.basedir, "workflow", "pythonpath.txt")) as _f:
+    PYTHONPATH_DIRS = [
+        os.path.normpath(os.path.join(workflow.basedir, _l.split()[0]))
+        for _l in _f
+        if _l.split() and not _l.startswith("#")
+    ]
+# The engine's own process is the one place a checkout is known only from inside (this file's
+# folder): a caller in another checkout (the rehearsal's and the tests' scratch copies, started
+# with the caller's PYTHONPATH) would otherwise run this Snakefile with its own `repro`.
 for _d in reversed(PYTHONPATH_DIRS):
     if _d not in sys.path:
         sys.path.insert(0, _d)
@@ -122,15 +128,15 @@ def system_exec(name, gpu=False):
     the rank inside the image (with --cleanenv each rank starts as an MPI singleton).
     No --bind /dev/fuse: the host's /dev is visible inside, and a bound device node
     is mounted nodev.
-    The command runs through workflow/scripts/in-image.sh, which appends the repository's
-    Python path to the image's own (an image's %environment cannot see the caller's; found by
-    the rehearsal: every `python3 -m studies.<study>` in an image failed "No module named studies").
+    The command runs through workflow/scripts/in-image.sh, which appends the project's Python
+    path (workflow/pythonpath.txt, of the checkout it lives in) to the image's own (an image's
+    %environment cannot see the caller's; found by the rehearsal: every `python3 -m
+    studies.<study>` in an image failed "No module named studies").
     """
     if in_image(name):
         binds = ",".join(dict.fromkeys([os.getcwd(), workflow.basedir]))
         return (
             f"apptainer exec{' --nv' if gpu else ''} --bind {binds}"
-            f" --env REPRO_PYTHONPATH={os.pathsep.join(PYTHONPATH_DIRS)}"
             f" {sif(name)} {os.path.join(workflow.basedir, SCRIPTS, 'in-image.sh')}"
         )
     return ""

@@ -9,8 +9,8 @@
 #
 # Each start-up is the rules' launch line (workflow/rules/common.smk: MPI_ENV, mpi_launch,
 # system_exec): `source workflow/scripts/mpi-env.sh; srun --mpi=pmix --nodes=NODES --ntasks=NODES
-# --ntasks-per-node=1 --kill-on-bad-exit=1 apptainer exec --bind <repo> --env REPRO_PYTHONPATH=...
-# IMAGE workflow/scripts/in-image.sh python3 workflow/scripts/slurm/mpi_startup_probe.py`, which
+# --ntasks-per-node=1 --kill-on-bad-exit=1 apptainer exec --bind <repo> IMAGE
+# workflow/scripts/in-image.sh python3 workflow/scripts/slurm/mpi_startup_probe.py`, which
 # does what a benchmark rank does before its first use case (MPI_Init_thread, a split, barriers,
 # a forked child, a one-sided MPI_Get between nodes) and prints the UCX_*/OMPI_MCA_*/SLURM_PMIX_*
 # variables the rank sees. One difference: the ranks start in this run's own directory (srun
@@ -81,13 +81,13 @@ main() {
     ulimit -c unlimited 2>/dev/null || true
 
     if [ "$IMAGE" = host ]; then
-        EXEC=(env "PYTHONPATH=$REPO/workflow/lib:$REPO/workflow:$REPO" "${REPRO_PYTHON:-python3}")
+        # in-image.sh appends the project's Python path (workflow/pythonpath.txt) here on the host too
+        EXEC=(env -u PYTHONPATH "$REPO/workflow/scripts/in-image.sh" "${REPRO_PYTHON:-python3}")
     else
         [ -s "$IMAGE" ] || die "no image $IMAGE (build it: ./repro snakemake containers/sif/mpifuse.sif --cores 2)"
         command -v apptainer >/dev/null || die "apptainer is not on PATH"
         # system_exec("mpifuse") in workflow/rules/common.smk, word for word
-        EXEC=(apptainer exec --bind "$REPO" --env "REPRO_PYTHONPATH=$REPO/workflow/lib:$REPO/workflow:$REPO/."
-              "$IMAGE" "$REPO/workflow/scripts/in-image.sh" python3)
+        EXEC=(apptainer exec --bind "$REPO" "$IMAGE" "$REPO/workflow/scripts/in-image.sh" python3)
     fi
     run_dir=$LOOP_DIR/$(date +%Y%m%d-%H%M%S)-$$
     mkdir -p "$run_dir" || die "cannot create $run_dir"
