@@ -71,6 +71,26 @@ def fuse_available() -> str | None:
     return None
 
 
+URING_PARAM = Path("/sys/module/fuse/parameters/enable_uring")
+
+
+def enable_uring(param: str | os.PathLike = URING_PARAM) -> str:
+    """Switch FUSE over io_uring on in the kernel where this process may (root, the parameter exists):
+    returns what it found or did, one line (the set-up and the driver print it)."""
+    p = Path(param)
+    try:
+        cur = p.read_text().strip()
+    except OSError as e:
+        return f"enable_uring: {p} not readable ({e.strerror}): a kernel without CONFIG_FUSE_IO_URING"
+    if cur == "Y":
+        return f"enable_uring: already Y ({p})"
+    try:
+        p.write_text("Y\n")
+    except OSError as e:
+        return f"enable_uring: {cur}, and setting it to Y failed ({e.strerror}; root only)"
+    return f"enable_uring: set to {p.read_text().strip()} (was {cur}) in {p}"
+
+
 class Mount:
     """`with Mount(dir, opts) as m:` a fuseceiling mount at `dir` (run in the foreground, stopped by PID)."""
 

@@ -536,7 +536,15 @@ static void c_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
             fuse_reply_err(req, EACCES);
             return;
         }
-        fi->fh = 0;
+        /* one snapshot per open: a reader that reads in pieces gets one consistent object
+         * (the counters, the daemon's rusage move with every request) */
+        char *snap = malloc(4096);
+        if (!snap) {
+            fuse_reply_err(req, ENOMEM);
+            return;
+        }
+        stats_json(snap, 4096);
+        fi->fh = (uint64_t)(uintptr_t)snap;
         fi->direct_io = 1;
         fuse_reply_open(req, fi);
         return;
@@ -561,7 +569,7 @@ static void c_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void c_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    (void)fi;
+    if (ino == STATS_INO) free((char *)(uintptr_t)fi->fh);
     if (ino != STATS_INO && ino != FUSE_ROOT_ID) {
         pthread_mutex_lock(&dir_lock);
         file_t *f = F(ino);
@@ -596,12 +604,11 @@ static void c_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void c_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-    (void)fi;
     if (ino == STATS_INO) {
-        char tmp[4096];
-        int l = stats_json(tmp, sizeof tmp);
-        size_t n = (size_t)off >= (size_t)l ? 0 : (size_t)l - (size_t)off;
-        fuse_reply_buf(req, tmp + off, n > size ? size : n);
+        const char *tmp = (const char *)(uintptr_t)fi->fh;
+        size_t l = strlen(tmp);
+        size_t n = (size_t)off >= l ? 0 : l - (size_t)off;
+        fuse_reply_buf(req, n ? tmp + off : tmp, n > size ? size : n);
         return;
     }
     file_t *f = F(ino);

@@ -332,7 +332,8 @@ static void *queue_main(void *arg)
         struct io_uring_cqe *cqe;
         if (!signalled) {
             if (io_uring_sq_ready(&q->ring)) io_uring_submit(&q->ring); /* commits of early requests */
-            struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 200 * 1000 * 1000};
+            /* a refused command completes inline, within the submit: 20 ms is a margin */
+            struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
             err = io_uring_wait_cqe_timeout(&q->ring, &cqe, &ts);
             if (err == -ETIME) {
                 signalled = 1;
@@ -439,6 +440,8 @@ struct fuseuring *fuseuring_start(struct fuse_session *se, int want, unsigned de
     if (pl < u->max_write) pl = u->max_write;
     if (pl < MIN_PAYLOAD) pl = MIN_PAYLOAD;
     u->payload_sz = (pl + ps - 1) / ps * ps;
+    const char *t = getenv("FUSEURING_TEST_PAYLOAD"); /* tests: a size the kernel must refuse */
+    if (t && atol(t) > 0) u->payload_sz = (size_t)atol(t);
     u->nq = possible_cpus();
     u->qs = calloc(u->nq, sizeof *u->qs);
     if (!u->qs) return u;
