@@ -46,11 +46,7 @@ import sys
 import time
 from pathlib import Path
 
-try:
-    from systems.mtc import netns  # the shared process helpers (the rules put the repository on PYTHONPATH)
-except ImportError:  # run by hand as a script, without it
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from systems.mtc import netns
+from systems.mtc import netns  # the shared process helpers (the project's Python path, workflow/pythonpath.txt)
 
 HERE = Path(__file__).resolve().parent
 NFSFUSE = HERE / "build" / "nfsfuse"

@@ -15,8 +15,8 @@ The raw JSON keeps every measurement; the summary prints min/median/max GB/s and
 the medians to native (throughput: native seconds / variant seconds). The machine may be shared:
 the load averages say how busy it was.
 
-  python3 systems/kpassthrough/bench.py [--size-mib 256] [--repeats 5] [--dir DIR] [--out FILE]
-  python3 systems/kpassthrough/bench.py --report RAW.json...   (markdown table from raw files)
+  python3 -m systems.kpassthrough.bench [--size-mib 256] [--repeats 5] [--dir DIR] [--out FILE]
+  python3 -m systems.kpassthrough.bench --report RAW.json...   (markdown table from raw files)
 """
 import argparse
 import hashlib
@@ -32,6 +32,9 @@ import subprocess
 import sys
 import time
 
+from systems.kpassthrough import hostinfo  # the project's Python path (workflow/pythonpath.txt)
+from systems.kpassthrough.hostinfo import cpu_s, mounted
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 KP = os.path.join(HERE, "build", "kpassthrough")
@@ -39,10 +42,6 @@ MPIFUSE = os.path.join(ROOT, "systems", "mpifuse", "build", "mpifuse")
 MPI_ENV_SH = os.path.join(ROOT, "workflow", "scripts", "mpi-env.sh")
 MIB = 1 << 20
 DD_RE = re.compile(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s,", re.M)
-
-sys.path.insert(0, HERE)  # run as a script, or loaded from its file by the tests
-import hostinfo  # noqa: E402
-from hostinfo import cpu_s, mounted  # noqa: E402
 
 
 def wait_mount(proc, mp, what, timeout=60, ready=None):

@@ -1,8 +1,8 @@
 """What the host says about a FUSE server, read from /proc and the kernel release: is a path
 mounted, is a process alive, how much CPU it used, can the kernel pass reads through (FUSE
 passthrough, Linux >= 6.9); and the one way to unmount a server (unmount). Standard library only:
-bench.py runs it as a plain script, the tests and the mpifuse speed benchmark
-(workflow/studies/fusespeed/kpt.py) import it."""
+bench.py, the tests and the mpifuse speed benchmark (workflow/studies/fusespeed/kpt.py) import it
+(as systems.kpassthrough.hostinfo; the tests by plain name)."""
 
 from __future__ import annotations
 

@@ -39,12 +39,10 @@ import traceback
 from multiprocessing.connection import Listener
 from pathlib import Path
 
-# the agent runs as a script: its folder (systems/mtc) is sys.path[0]; the repository root (for
-# tools.common) goes behind it, whatever PYTHONPATH the launcher (srun, nsenter, an image) passed on
-sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
-import mcproto  # noqa: E402
-import netns  # noqa: E402
-from tools.common import free_port  # noqa: E402
+# run as `python3 -m systems.mtc.agent` by the launcher, with the launcher's PYTHONPATH (the
+# project's Python path, workflow/pythonpath.txt), which srun and nsenter pass on
+from systems.mtc import mcproto, netns
+from tools.common import free_port
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -622,8 +620,10 @@ def run_in_instance(args, argv: list[str]) -> int:
         if a.startswith(("--image=", "--instance=", "--parent-pid=")):
             continue
         inner_argv.append(a)
-    cmd = ["apptainer", "exec", f"instance://{name}", "python3", str(Path(__file__).resolve()), *inner_argv,
-           "--in-instance", name]
+    # an image's python3 does not see the caller's PYTHONPATH: the project's image entry point puts the
+    # project's Python path (of the bound checkout) behind the image's own
+    cmd = ["apptainer", "exec", f"instance://{name}", str(REPO / "workflow" / "scripts" / "in-image.sh"),
+           "python3", "-m", "systems.mtc.agent", *inner_argv, "--in-instance", name]
     inner = subprocess.Popen(cmd, preexec_fn=_set_pdeathsig)
 
     def forward(signum, _frame):

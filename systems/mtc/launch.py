@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Start n per-node agents (memcached + FUSE clients) and drive them.
 
-    import launch
+    from systems.mtc import launch
     with launch.cluster(nodes=4, design="memfs", mounts_per_node=1,
                         memfs_opts={"stripe_size": 524288, "threads": 8},
                         network={"name": "1GbE", "emulate": True, "rate_mbit": 1000},
@@ -37,11 +37,10 @@ import time
 from multiprocessing.connection import Client
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import netns  # noqa: E402 -- as a script and imported as systems.mtc.launch alike
+from systems.mtc import netns  # the project's Python path (workflow/pythonpath.txt)
 
-AGENT = HERE / "agent.py"
+HERE = Path(__file__).resolve().parent
+AGENT = "systems.mtc.agent"  # run as a module by the same interpreter, with the same PYTHONPATH
 DESIGNS = ("memfs", "locality", "local-disk", "none")
 API_VERSION = 1
 
@@ -231,7 +230,7 @@ class Cluster:
         if self.launcher == "slurm":
             self.slurm_nodes = slurm_system_nodes(self.n)
         for i in range(self.n):
-            argv = [sys.executable, str(AGENT),
+            argv = [sys.executable, "-m", AGENT,
                     "--index", str(i), "--rendezvous", str(self.rdv), "--workdir", str(self.workdir),
                     "--mem-mb", str(self.memcached["mem_mb"]), "--item-size", str(self.memcached["item_size"]),
                     "--mc-threads", str(self.memcached["threads"]), "--heartbeat-timeout",

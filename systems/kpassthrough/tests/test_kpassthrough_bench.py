@@ -1,7 +1,6 @@
 """bench.py: the summary is recomputed from the raw measurements (ratios, failed pairs shown as
 failed, never as numbers), and a tiny real run writes a raw file whose bytes and counters
 check out (no timings asserted)."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -10,9 +9,7 @@ import sys
 import pytest
 from kpassthrough_testlib import SYS, kernel_has_passthrough, missing_prereq, mounted
 
-spec = importlib.util.spec_from_file_location("kp_bench", os.path.join(SYS, "bench.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+from systems.kpassthrough import bench
 
 SIZE = 1 << 30
 
@@ -81,7 +78,7 @@ def test_tiny_real_run_writes_a_consistent_raw_file(tmp_path):
         pytest.skip("kernel FUSE passthrough needs Linux >= 6.9")
     subprocess.run(["make", "-s", "-C", SYS], check=True)
     out = tmp_path / "raw.json"
-    r = subprocess.run([sys.executable, os.path.join(SYS, "bench.py"), "--size-mib", "2", "--repeats", "2",
+    r = subprocess.run([sys.executable, "-m", "systems.kpassthrough.bench", "--size-mib", "2", "--repeats", "2",
                         "--no-libfuse", "--dir", str(tmp_path / "scratch"), "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -32,12 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-try:
-    from systems.mtc import netns  # the shared mount and process helpers (./repro env puts the repository
-except ImportError:                # on PYTHONPATH); run without it: the repository root from this file
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from systems.mtc import netns
-from tools.common import free_port  # noqa: E402 -- the tree's one
+from systems.mtc import netns  # the shared mount and process helpers (the project's Python path)
+from tools.common import free_port  # the tree's one
 
 HERE = Path(__file__).resolve().parent
 BUILD = Path(os.environ.get("MEMFS_BUILD", HERE.parent / "build"))  # another build: MEMFS_BUILD=dir

@@ -23,7 +23,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -111,9 +110,7 @@ def open_cluster(impl: str, nodes: int, design: str, mounts_per_node: int, memfs
         mtc_dir = REPO / "systems" / "mtc"
         if not (mtc_dir / "launch.py").exists():
             raise RuntimeError("the shared launcher systems/mtc is not there (use launcher: standin)")
-        if str(mtc_dir) not in sys.path:
-            sys.path.insert(0, str(mtc_dir))
-        import launch  # type: ignore  # systems/mtc/launch.py
+        from systems.mtc import launch  # the project's Python path (workflow/pythonpath.txt)
 
         raw = launch.cluster(nodes=nodes, design=design, mounts_per_node=mounts_per_node,
                              memfs_opts=memfs_opts or {}, network=network or {}, workdir=workdir,

@@ -22,8 +22,6 @@ from repro.testing import build_or_skip
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 WF = REPO / "systems" / "mtc-workflows"
-if str(WF) not in sys.path:  # the mtcwf package (the rules put systems/mtc-workflows on PYTHONPATH)
-    sys.path.insert(0, str(WF))
 
 TOOLS = ("mProjectPP", "mDiffFit", "mConcatFit", "mBgModel", "mBackground", "mAdd", "mImgtbl", "mExamine",
          "makeblastdb", "blastn", "fastasplit", "memcached", "fusermount3")
@@ -77,6 +75,6 @@ def run_workflow(tmp: Path, workflow: str, inputs: Path, design: str, nodes: int
            "--design", design, "--nodes", str(nodes), "--tasks-per-node", str(k), "--rep", str(rep), "--raw", str(raw),
            "--launcher", launcher, "--memcached-mb", "128", "--task-timeout", "120",
            "--tmp-base", str(tmp)] + list(extra or [])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(WF), os.environ.get("PYTHONPATH", "")]))
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    # mtcwf: the project's Python path (workflow/pythonpath.txt; conftest.py puts it on PYTHONPATH)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     return p.returncode, raw, p.stdout + p.stderr

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from mtc_testlib import MTC, REPO, assert_clean, leftovers_of
+from mtc_testlib import REPO, assert_clean, leftovers_of
 
 pytestmark = pytest.mark.usefixtures("built")
 
@@ -118,7 +118,7 @@ def test_mpi_paths_map_ranks_to_nodes(clusters):
 
 
 def test_teardown_when_the_body_raises(tmp_path):
-    import launch
+    from systems.mtc import launch
 
     cid = None
     with pytest.raises(RuntimeError, match="boom"):
@@ -131,7 +131,7 @@ def test_teardown_when_the_body_raises(tmp_path):
 
 
 def test_teardown_after_an_agent_is_killed(tmp_path):
-    import launch
+    from systems.mtc import launch
 
     with launch.cluster(nodes=2, design="memfs", network=EMU, workdir=tmp_path / "w",
                         memcached={"mem_mb": 128}) as c:
@@ -144,9 +144,8 @@ def test_teardown_after_an_agent_is_killed(tmp_path):
 def _driver_script(tmp_path) -> str:
     """A driver that starts a 2-node cluster, prints its id and sleeps inside it."""
     return textwrap.dedent(f"""
-        import sys, time
-        sys.path.insert(0, {str(MTC)!r})
-        import launch
+        import time
+        from systems.mtc import launch  # the project's Python path: PYTHONPATH (conftest.py)
         with launch.cluster(nodes=2, design="memfs", network={EMU!r}, workdir={str(tmp_path / 'w')!r},
                             memcached={{"mem_mb": 128}}) as c:
             print(c.cid, flush=True)
@@ -170,7 +169,7 @@ def test_teardown_when_the_driver_is_signalled(tmp_path, sig):
 
 def test_agents_exit_when_the_driver_is_killed(tmp_path):
     """SIGKILL of the driver: agents see their parent gone and tear down; cleanup_stale removes the namespaces."""
-    import netns
+    from systems.mtc import netns
 
     script = _driver_script(tmp_path)
     p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -188,7 +187,7 @@ def test_agents_exit_when_the_driver_is_killed(tmp_path):
 
 
 def test_cleanup_stale_removes_dead_owners_namespaces():
-    import netns
+    from systems.mtc import netns
 
     ips = netns.create("zz9t", 1, rate_mbit=100, owner_pid=2 ** 22 + 12345)  # no such process
     assert ips and netns.leftovers("zz9t")["netns"] == ["rmc-zz9t-0"]
@@ -197,6 +196,6 @@ def test_cleanup_stale_removes_dead_owners_namespaces():
 
 
 def test_launch_cli_leftovers_runs():
-    r = subprocess.run([sys.executable, str(MTC / "launch.py"), "leftovers"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "systems.mtc.launch", "leftovers"], capture_output=True, text=True)
     assert r.returncode == 0 and set(json.loads(r.stdout)) == {"netns", "links", "registry"}
     assert (REPO / "systems" / "mtc" / "README.md").exists()

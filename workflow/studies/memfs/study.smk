@@ -169,7 +169,6 @@ MWF_ML_ON = MWF_ON and bool(MWF_ML.get("enabled"))
 MWF_RUN = MEMFS_RUN["workflows"]  # what the workflow run jobs are given
 MWF_CODE = sorted(_glob.glob("systems/mtc-workflows/mtcwf/*.py"))
 MWF_RUN_CODE = MWF_CODE + study_code("memfs", "wf_run")  # a run: mtcwf measures, wf_run records
-MWF_ENV = "PYTHONPATH=systems/mtc-workflows:$PYTHONPATH"
 MWF_RAW = memfs_layout.WORKFLOW_PATTERN
 MWF_PUBLISHED = [f"{MEMFS_DIR}/published.csv", f"{MEMFS_DIR}/published_workflows.csv"]
 

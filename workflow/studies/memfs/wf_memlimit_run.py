@@ -60,7 +60,7 @@ class _Snap:
 
 
 def main(argv=None) -> int:
-    from mtcwf import cluster_api  # systems/mtc-workflows on PYTHONPATH (the rule's MWF_ENV)
+    from mtcwf import cluster_api  # systems/mtc-workflows: the project's Python path (workflow/pythonpath.txt)
     from studies.memfs import wf_run
 
     argv = list(sys.argv[1:] if argv is None else argv)

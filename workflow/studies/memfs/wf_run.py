@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from mtcwf import run as wfrun  # systems/mtc-workflows on PYTHONPATH (the rule's MWF_ENV)
+from mtcwf import run as wfrun  # systems/mtc-workflows: the project's Python path (workflow/pythonpath.txt)
 from repro import rawio
 
 STUDY = "memfs"

@@ -24,15 +24,14 @@ rule memfs_wf_inputs:
         mem_mb=4000,
     params:
         args=lambda wc: mwf_input_args(wc.app),
-        mwf_env=MWF_ENV,
     shell:
-        "{params.mwf_env} python3 -m mtcwf.gen_{wildcards.app} --out results/memfs/wf_inputs/{wildcards.app}"
+        "python3 -m mtcwf.gen_{wildcards.app} --out results/memfs/wf_inputs/{wildcards.app}"
         " {params.args} > {log} 2>&1"
 
 
 def mwf_run_params(**middle):
     """The params of a workflow run job (memfs_wf_run, memfs_wf_memlimit_run): the launcher's
-    settings, ``middle`` (the rule's own), then the timeout, image and environments, in this order."""
+    settings, ``middle`` (the rule's own), then the timeout, image and MPI environment, in this order."""
     return {
         "launcher": MWF_RUN["launcher"],
         "network": lambda wc: shlex.quote(json.dumps(MWF_RUN["network"])),
@@ -45,7 +44,6 @@ def mwf_run_params(**middle):
             else ""
         ),
         "mpi_env": MPI_ENV,
-        "mwf_env": MWF_ENV,
     }
 
 
@@ -76,7 +74,7 @@ rule memfs_wf_run:
     params:
         **mwf_run_params(memcached_mb=MWF_RUN["memcached_mb"]),
     shell:
-        "({params.mpi_env}; {params.mwf_env} python3 -m studies.memfs.wf_run --workflow {wildcards.app}"
+        "({params.mpi_env}; python3 -m studies.memfs.wf_run --workflow {wildcards.app}"
         " --inputs results/memfs/wf_inputs/{wildcards.app} --design {wildcards.design}"
         " --nodes {wildcards.n} --tasks-per-node {wildcards.k} --rep {wildcards.rep} --raw {output}"
         " --launcher {params.launcher} --network {params.network} --memfs-opts {params.memfs_opts}"
@@ -143,10 +141,9 @@ rule memfs_wf_kick_inputs:
     log:
         "results/memfs/log/kick_workflows_inputs.log",
     params:
-        mwf_env=MWF_ENV,
         out=os.path.dirname(MEMFS_OUT["wf_kick_inputs"]),
     shell:
-        "{params.mwf_env} python3 -m mtcwf.gen_montage --out {params.out} --grid 3 --npix 128 > {log} 2>&1"
+        "python3 -m mtcwf.gen_montage --out {params.out} --grid 3 --npix 128 > {log} 2>&1"
 
 
 rule memfs_wf_kick_run:
@@ -170,10 +167,9 @@ rule memfs_wf_kick_run:
             else ""
         ),
         mpi_env=MPI_ENV,
-        mwf_env=MWF_ENV,
         inputs=os.path.dirname(MEMFS_OUT["wf_kick_inputs"]),
     shell:
-        "({params.mpi_env}; {params.mwf_env} python3 -m studies.memfs.wf_run --workflow montage"
+        "({params.mpi_env}; python3 -m studies.memfs.wf_run --workflow montage"
         " --inputs {params.inputs} --design locality --nodes 2"
         " --tasks-per-node 1 --rep 0 --raw {output} --launcher {params.launcher}"
         " --network {params.network} --memcached-mb 128 --task-timeout 120 {params.image}) > {log} 2>&1"
@@ -261,7 +257,7 @@ rule memfs_wf_memlimit_run:
         **mwf_run_params(nodes=MWF_ML.get("nodes", 2), k=MWF_ML.get("tasks_per_node", 1)),
     shell:
         "rm -f {params.raw} $(dirname {params.raw} | sed 's#/raw/#/failed/#')/rep~0.json;"
-        " ({params.mpi_env}; {params.mwf_env} python3 -m studies.memfs.wf_memlimit_run --workflow montage"
+        " ({params.mpi_env}; python3 -m studies.memfs.wf_memlimit_run --workflow montage"
         " --inputs results/memfs/wf_inputs/montage --design {wildcards.design}"
         " --nodes {params.nodes} --tasks-per-node {params.k} --rep 0 --raw {params.raw}"
         " --launcher {params.launcher} --network {params.network} --memfs-opts {params.memfs_opts}"
