@@ -33,8 +33,7 @@ SHORT = {"repeats": 1, "users": [1, 10, 50], "run_time_s": 12, "servers": ["torc
 
 
 def make_config(device: str) -> dict:
-    sys.path.insert(0, str(REPO / "workflow" / "lib"))
-    from repro import config as rconfig
+    from repro import config as rconfig  # the project's Python path (gpu_check.sh exports it)
 
     over = {"inference": dict(SHORT, device=device)}
     if device == "cpu":  # the CPU rehearsal of the same script: small sizes, one thread

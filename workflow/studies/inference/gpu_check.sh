@@ -61,7 +61,8 @@ if compgen -G ".gpu[123]/*" > /dev/null; then
 else
     PY=$("$repo/systems/inference/setup.sh" path-torch)/bin/python
 fi
-export PYTHONPATH=$repo/systems/inference/src:$repo/workflow:$repo/workflow/lib:$repo
+# the project's Python path (workflow/pythonpath.txt), as ./repro exports it
+eval "$(env -u PYTHONPATH "$repo/repro" env | grep '^export PYTHONPATH=')"
 export PYTHONUNBUFFERED=1
 work=${REPRO_GPU_CHECK_WORK:-/tmp/repro-gpu-check-$device}
 mkdir -p "$work"

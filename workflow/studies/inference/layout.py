@@ -16,10 +16,8 @@ in the paper") and BART on anything but TorchServe ("not servable, as in the pap
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from repro import paramspace
+from repro_inference.spec import SYSTEM_KINDS  # the stdlib-only spec of systems/inference (one list of kinds)
 
 STUDY = "inference"
 RAW_DIR = "results/inference/raw"
@@ -28,10 +26,6 @@ RAWRATE_DIR = "results/inference/rawrate"
 MODELS_FILE = "results/inference/models.json"
 WORK_DIR = "results/inference/work"  # the server's shared work dir (server.json, logs); removed after a job
 
-_SRC = Path(__file__).resolve().parents[3] / "systems" / "inference" / "src"
-if str(_SRC) not in sys.path:  # the stdlib-only spec of systems/inference (one list of kinds)
-    sys.path.insert(0, str(_SRC))
-from repro_inference.spec import SYSTEM_KINDS  # noqa: E402
 
 SERVERS = ("torchserve", "triton-pytorch", "triton-tensorflow", "tfserving")
 MODELS = ("resnet50", "wav2vec2", "wav2vec2_truncated", "bart")

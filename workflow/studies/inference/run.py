@@ -48,8 +48,6 @@ from repro import allocation, cli, procs, rawio
 from studies.inference import layout
 from tools.locust import parser as lparse
 
-REPO = Path(__file__).resolve().parents[3]
-INF_SRC = REPO / "systems" / "inference" / "src"
 GENERATOR_METRICS = ("throughput", "latency_median", "latency_mean", "latency_p95", "latency_p99",
                      "failures_per_s", "requests", "failures", "locustfile_exceptions", "generator_cpu_cores")
 
@@ -59,9 +57,10 @@ def _progress(msg: str) -> None:
 
 
 def _env() -> dict:
-    pp = [str(INF_SRC), str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    # no thread pinning here: servers.py and raw_rate pin the config's threads (0: the frameworks' defaults)
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys(pp)))
+    # the steps get this process's environment: the project's Python path (workflow/pythonpath.txt:
+    # repro_inference, tools) is on PYTHONPATH already; no thread pinning here: servers.py and
+    # raw_rate pin the config's threads (0: the frameworks' defaults)
+    return dict(os.environ)
 
 
 def _run_bounded(cmd: list[str], timeout: float, log: Path) -> tuple[int, str]:
@@ -227,7 +226,6 @@ def gpu_metrics(gpu: dict, **labels) -> list[dict]:
 
 def gpu_window(samples: dict, gen: dict) -> dict:
     """The server node's GPU samples inside one Locust run's window (generator.json started_at/ended_at)."""
-    sys.path.insert(0, str(INF_SRC))
     from repro_inference.device import summarise
 
     if not samples:
@@ -453,7 +451,6 @@ def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: P
     rec = _record(cfg, params, rep, "real")
     rec["extra"] = {"placement": pl or placement([], os.environ.get("SLURMD_NODENAME", ""))}
     out = Path(layout.RAWRATE_DIR) / f"model~{model}" / f"framework~{framework}" / f"rep~{rep}.json"
-    sys.path.insert(0, str(INF_SRC))
     from repro_inference.servers import venv
 
     try:

@@ -45,15 +45,11 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
-if str(REPO) not in sys.path:  # run with any python3 from the repository root
-    sys.path.insert(0, str(REPO))
-if str(REPO / "workflow" / "lib") not in sys.path:  # repro.procs: the standard library only
-    sys.path.insert(0, str(REPO / "workflow" / "lib"))
+from repro import procs  # the project's Python path (workflow/pythonpath.txt)
+from tools.common import free_port
+from tools.fuseceiling import ceiling as fc
 
-from repro import procs  # noqa: E402
-from tools.common import free_port  # noqa: E402
-from tools.fuseceiling import ceiling as fc  # noqa: E402
+REPO = Path(__file__).resolve().parents[3]
 
 MiB = 1 << 20
 TARGET = 0.8
