@@ -19,6 +19,7 @@ configfile: "config/config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/model_study.smk"
+include: "workflow/rules/uses.smk"
 include: "workflow/studies/smoke/rules.smk"
 include: "workflow/studies/tco/rules.smk"
 include: "workflow/studies/cloudcost/rules.smk"

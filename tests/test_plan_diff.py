@@ -77,6 +77,10 @@ def test_compare_fails_on_resources_outputs_jobs_never_on_commands_alone():
     # another output: the job is gone and a new one is there
     diffs, _ = plan_diff.compare(before, _snap(PLAN.replace("size~1GB", "size~2GB")))
     assert any("job gone" in d for d in diffs) and any("new job" in d for d in diffs)
+    # the same resources printed in another order, one twice (Snakemake does so): no difference
+    reordered = PLAN.replace("tmpdir=/tmp, mem_mb=4000, slurm_partition=batch,",
+                             "slurm_partition=batch, mem_mb=4000, tmpdir=/tmp, mem_mb=4000,")
+    assert reordered != PLAN and plan_diff.compare(before, _snap(reordered)) == ([], [])
     # a log path moved: a difference (unless ignored)
     moved = _snap(PLAN.replace("log/run.log", "log/run2.log"))
     assert plan_diff.compare(before, moved)[0] and plan_diff.compare(before, moved, ignore=("log",))[0] == []

@@ -81,6 +81,12 @@ def parse_plan(text: str) -> dict:
     return {"jobs": jobs, "counts": counts}
 
 
+def resources(text: str | None) -> list[str]:
+    """A job's resources as sorted, unique ``key=value`` items: Snakemake prints them in an order that
+    depends on where each was set (a rule's own, the profile's defaults), sometimes one twice."""
+    return sorted(set(re.findall(r"(\w+)=(.*?)(?:, (?=\w+=)|$)", text or "")))
+
+
 def _normalize(text: str, root: Path) -> str:
     return text.replace(str(root.resolve()), "<DIR>").replace(str(root), "<DIR>")
 
@@ -138,7 +144,8 @@ def compare(before: dict, after: dict, ignore: tuple[str, ...] = ()) -> tuple[li
         for key in sorted(set(a["jobs"]) & set(b["jobs"])):
             jb, ja = b["jobs"][key], a["jobs"][key]
             for f in FIELDS:
-                if f not in ignore and jb.get(f) != ja.get(f):
+                same = (resources(jb.get(f)) == resources(ja.get(f))) if f == "resources" else jb.get(f) == ja.get(f)
+                if f not in ignore and not same:
                     diffs.append(f"{name}: {key}: {f}: {jb.get(f)!r} before, {ja.get(f)!r} after")
             if jb.get("shell") != ja.get("shell"):
                 commands.append(f"{name}: {key}:\n  before: {jb.get('shell')}\n  after:  {ja.get('shell')}")

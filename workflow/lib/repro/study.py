@@ -47,6 +47,15 @@ class Study:
     # COSBench layer -> {"cosbench": {"tool": "driver"}}. Any other image falls back through
     # containers.host_build (its side from the host's build, every other side still in its image).
     image_fallbacks: dict[str, dict] = field(default_factory=dict)
+    # the studies whose systems its jobs run: each provides them through the engine
+    # (workflow/rules/uses.smk: provide_systems in its rules, used_systems in this study's), never
+    # through its globals, so neither the other study's rules nor the include order matter
+    uses: tuple[str, ...] = ()
+    # the rehearsal (repro.rehearsal: the cluster path on this machine's multi-host cluster): what of
+    # the study cannot run there, said in its results; and its section's overlay when the systems run
+    # from the host's builds instead of their images (--no-containers), e.g. a tool that only an image has
+    not_rehearsed: str = ""
+    no_containers: dict = field(default_factory=dict)
 
     def __post_init__(self):
         bad = [k for k in self.output_tables if k not in self.outputs]
@@ -55,6 +64,8 @@ class Study:
         unknown = [k for k in self.expected_times if k not in TIME_KEYS]
         if unknown:
             raise ValueError(f"study {self.name}: expected_times keys {unknown} (known: {TIME_KEYS})")
+        if self.name in self.uses:
+            raise ValueError(f"study {self.name}: uses itself")
 
     @property
     def results(self) -> str:

@@ -33,6 +33,9 @@ STUDY = Study(
         "verdict",
     },
     images=("mpifuse",),
+    # it runs mpifuse's file systems, as that study configures them: mpifuse provides them (inputs,
+    # launcher wrapper, stand-ins, published values, run section) through the engine
+    uses=("mpifuse",),
     expected_times={
         "setup_local": "none beyond ./repro setup (builds systems/mpifuse, systems/kpassthrough, tools/fuseceiling)",
         "run_local": "about 5 min: one job (256 MB, nodes 1, 2, 4, 5 repeats, 8 variants, the idle window), "

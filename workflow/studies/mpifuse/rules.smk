@@ -9,7 +9,7 @@ include: "study.smk"
 MF_BUILDS = (
     ("mpifuse_build_fs", "systems/mpifuse/build/libmpifuse.so", "systems/mpifuse", "build_fs"),
     # kernel FUSE passthrough (ours, beyond the paper): the kpassthrough variant of the FUSE speed
-    # benchmark (workflow/studies/fusespeed/, which includes this file's build rules)
+    # benchmark (the study that uses these file systems: provide_systems, study.smk)
     ("mpifuse_build_kpassthrough", "systems/kpassthrough/build/kpassthrough", "systems/kpassthrough",
      "build_kpassthrough"),
     ("mpifuse_build_homefs", "systems/homefs/build/nfsfuse", "systems/homefs", "build_homefs"),

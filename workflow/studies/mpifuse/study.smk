@@ -125,3 +125,20 @@ def mf_raw_inputs(wildcards):
     if ALLOW_INCOMPLETE:
         return [p for p in expected if os.path.exists(p)]
     return expected
+
+
+# What a study that runs these file systems gets (its declaration's `uses`; workflow/rules/uses.smk),
+# never this file's globals: the inputs they need built on this host (a function of the wildcards),
+# whether they are built here (not in the image), the wrapper around the launcher (source, nodes: the
+# emulated home's NFS), the stand-ins, the published values, the modules a user's job imports, and the
+# run section (run_json) the file systems are mounted with.
+provide_systems(
+    MF_STUDY,
+    inputs=mf_system_inputs,
+    local_build=MF_LOCAL_BUILD,
+    wrap=mf_homefs_wrap,
+    stand_ins=MF_STAND_INS,
+    published=MF_PUBLISHED,
+    code=study_code("mpifuse", "run", "layout"),
+    config=lambda wc: run_json("mpifuse"),
+)

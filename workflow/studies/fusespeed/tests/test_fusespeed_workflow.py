@@ -1,20 +1,24 @@
 """The fusespeed rules (issue 23: the speed benchmark as a study of its own): the cluster plan's run job
 gets the fusespeed section (without the plan-only `enabled`) and mpifuse's run section (--mpifuse: the
 file systems' options; without mpifuse's judging and plan-only keys), so changing fusespeed.enabled or
-mpifuse's figure4 / kick changes no benchmark command while mpifuse's fs_options does; and a real
-`snakemake fusespeed` on this host with a tiny overlay writes the raw file, the report and the claims."""
+mpifuse's figure4 / kick changes no benchmark command while mpifuse's fs_options does; the file systems
+come through the engine (its declaration's uses, workflow/rules/uses.smk), so the plan and the report's
+stand-ins are the same with fusespeed's rules included before mpifuse's; and a real `snakemake
+fusespeed` on this host with a tiny overlay writes the raw file, the report and the claims."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import shlex
 import socket
 
 import pytest
 import yaml
 from repro import config as rc
 from repro import rawio
-from repro.testing import only_studies
+from repro.testing import REPO, only_studies
 
 from fusespeed_testlib import mpifuse_ready  # noqa: F401
 
@@ -54,6 +58,46 @@ def test_the_run_job_gets_both_sections_and_no_plan_or_judging_key(snake, worksp
     assert "figure4" not in mf and "kick" not in mf and "speed" not in mf and "fs_options" in mf
     assert _json(c, "mpifuse")["fs_options"]["max_read"] == "128KiB"
     assert "--nodes=5 --ntasks=5" in a  # max(nodes)+1 ranks
+
+
+def _plan_diff():
+    spec = importlib.util.spec_from_file_location("plan_diff", REPO / "workflow/scripts/plan_diff.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _fusespeed_stand_ins(out):
+    """The fusespeed entry's stand-ins in the report job's --studies (the registry as the report reads it)."""
+    (cmd,) = [ln for ln in out.splitlines() if ln.startswith("Shell command: python3 -m repro.report ")]
+    words = shlex.split(cmd.removeprefix("Shell command: "))
+    return json.loads(words[words.index("--studies") + 1])["fusespeed"]["stand_ins"]
+
+
+def test_the_include_order_does_not_matter(snake, workspace):
+    """With fusespeed's rules.smk included before mpifuse's (whose file systems it runs) the cluster plan
+    of fusespeed is the same, job for job (inputs, outputs, resources, commands), and the report's entry
+    has the same stand-ins (mpifuse's, of fusespeed's source and the ranks on one host)."""
+    pd = _plan_diff()
+    cluster = ("-n", "-p", "-F", "fusespeed", "--profile", "profiles/slurm", "--configfile", "config/config.yaml")
+    local = ("-n", "-p", "-F", "report_html", "--profile", "profiles/local")
+    plans = []
+    for swap in (False, True):
+        if swap:
+            sf = workspace / "Snakefile"
+            text = sf.read_text()
+            mf, fs = (f'include: "workflow/studies/{s}/rules.smk"\n' for s in ("mpifuse", "fusespeed"))
+            assert text.index(mf) < text.index(fs)
+            sf.write_text(text.replace(mf, "").replace(fs, fs + mf))
+            assert sf.read_text().index(fs) < sf.read_text().index(mf)
+        plan = pd.parse_plan(snake(*cluster, timeout=600).stdout)
+        plans.append(({**plan, "rc": 0}, _fusespeed_stand_ins(snake(*local, timeout=600).stdout)))
+    (normal, stand_ins), (swapped, stand_ins_swapped) = plans
+    diffs, commands = pd.compare({"fusespeed": normal}, {"fusespeed": swapped})
+    assert diffs == [] and commands == [], (diffs, commands)
+    assert {j["rule"] for j in normal["jobs"].values()} >= {"fusespeed_run", "fusespeed_report", "fusespeed_claims"}
+    assert stand_ins == stand_ins_swapped
+    assert [s.split(":")[0] for s in stand_ins] == ["scratch", "nodes"], stand_ins  # config/local.yaml's
 
 
 @pytest.mark.usefixtures("mpifuse_ready")
