@@ -279,3 +279,59 @@ def test_the_image_plan_lists_the_layers_snakemake_leaves_as_remaining():
            " - storage_layer_image: containers/sif/ceph-mdtest.sif\n")
     assert rh.image_names_in_plan(out) == ["ceph", "ceph-mdtest", "juicefs", "juicefs-cosbench"]
     assert rh.image_names_in_plan("Nothing to be done.\n") == []
+
+
+def test_the_studies_and_their_facts_come_from_the_registry_and_the_declarations(tmp_path, monkeypatch):
+    """Issue 29: the rehearsal names no study. Its list is the registry's (the study folders), what cannot
+    run here is each declaration's not_rehearsed, the no-containers overlay each declaration's
+    no_containers; a study without a declaration has neither."""
+    from repro import config as rc
+    from repro import study as rstudy
+
+    assert rh.studies() == rc.study_names() and len(rh.studies()) >= 9
+    assert "GPU" in rh.not_rehearsed("inference") and "Kubernetes" in rh.not_rehearsed("serverless")
+    assert rh.not_rehearsed("smoke") == "" and rh.declaration("smoke") is None  # no declaration.py
+    assert rh.judge_study(tmp_path, "inference", [], NAMES, dry_run_clean=None)["not_rehearsed"] == \
+        rh.not_rehearsed("inference")
+    fake = {"a": rstudy.Study(name="a", title="A", paper="-", no_containers={"tool": {"kind": "driver"}},
+                              not_rehearsed="its GPU"),
+            "b": rstudy.Study(name="b", title="B", paper="-")}
+    monkeypatch.setattr(rh, "studies", lambda: ["a", "b", "c"])
+    monkeypatch.setattr(rh, "declaration", fake.get)
+    assert rh.no_containers() == {"containers": {"use_for_benchmarks": False}, "a": {"tool": {"kind": "driver"}}}
+    assert [rh.not_rehearsed(s) for s in ("a", "b", "c")] == ["its GPU", "", ""]
+    (tmp_path / "config").mkdir()
+    rh._no_containers_overlay(tmp_path, True)
+    import yaml
+
+    assert yaml.safe_load((tmp_path / rh.NOCONTAINERS_OVERLAY).read_text()) == rh.no_containers()
+
+
+def test_the_gpus_wanted_are_any_studys_slurm_gres(tmp_path):
+    """The GPUs a job should get come from the study's own section (<study>.slurm.gres at the rehearsal's
+    scale), for any study that has one; a study without it asks for none."""
+    import shutil
+
+    import yaml
+    from repro.testing import REPO
+
+    (tmp_path / "config").mkdir()
+    shutil.copy(REPO / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
+    over = yaml.safe_load((REPO / "config" / "rehearsal.yaml").read_text())
+    over.setdefault("inference", {}).setdefault("slurm", {})["gres"] = "gpu:2"
+    (tmp_path / "config" / "rehearsal.yaml").write_text(yaml.safe_dump(over))
+    assert rh._gres_wanted(tmp_path, "inference") == "gpu:2"
+    assert rh._gres_wanted(tmp_path, "mpifuse") == "" and rh._gres_wanted(tmp_path, "smoke") == ""
+
+
+def test_the_image_rules_are_the_rules_of_the_plans_image_jobs():
+    """The image step builds with the rules of the plan's image jobs (a study's layer rule too, also when
+    Snakemake leaves it remaining), never a rule list naming a study; build_container at least."""
+    plan = ("rule build_container:\n    input: containers/ceph.def\n    output: containers/sif/ceph.sif\n"
+            "    wildcards: name=ceph\n"
+            "rule xyz_run:\n    input: containers/sif/ceph.sif\n    output: results/xyz/raw/a.json\n"
+            "localrule xyz_layer:\n    output: containers/sif/ceph-tool.sif, containers/sif/ceph-tool.txt\n"
+            "Remaining jobs:\n - other_layer: containers/sif/juicefs-tool.sif\n")
+    assert rh.image_rules_in_plan(plan) == ["build_container", "other_layer", "xyz_layer"]
+    assert rh.image_names_in_plan(plan) == ["ceph", "ceph-tool", "juicefs-tool"]
+    assert rh.image_rules_in_plan("rule a_run:\n    output: results/a.sif.json\n") == []

@@ -2,7 +2,7 @@
 the multi-host cluster of this machine with ``config/rehearsal.yaml`` (sizes shrunk, code paths
 kept), and checked from what Slurm and the raw records say.
 
-    ./repro rehearse [STUDY...]        # default: every study of config/rehearsal.yaml's REHEARSED
+    ./repro rehearse [STUDY...]        # default: every study (repro.config.study_names: the registry)
     python -m repro.rehearsal --analyze WORKDIR STUDY...   # only the checks, on a finished run
 
 It brings the cluster up (``multihost-cluster.sh up``), copies the project into a shared working
@@ -47,13 +47,36 @@ SCRIPT = REPO / "workflow" / "scripts" / "slurm" / "multihost-cluster.sh"
 MH_DIR = Path(os.environ.get("REPRO_MH_DIR", "/var/tmp/repro-slurm-mh"))
 WORK = Path(os.environ.get("REPRO_REHEARSAL_DIR", "/var/tmp/repro-rehearsal"))
 LOCK = Path("/var/tmp/repro-slurm-mh.lock")
-STUDIES = ["smoke", "mpifuse", "fusespeed", "memfs", "storage", "inference", "serverless", "tco", "cloudcost"]
-NOT_REHEARSED = {
-    "serverless": "the Kubernetes platforms (OpenFaaS, Nuclio) cannot run here: the stand-in platforms "
-                  "run on the system nodes through the same cluster path (mode: standin)",
-    "inference": "the GPU part (device cuda, --gres gpu) cannot run here: CPU device, no GPU asked",
-    "storage": "Lustre+MinIO on a real Lustre directory (paths.lustre_dir is null here)",
-}
+# The engine knows no study by name: the studies are the registry's (every study folder), and what
+# the rehearsal needs to know of one -- what of it cannot run here (Study.not_rehearsed), its section's
+# overlay without containers (Study.no_containers), the GPUs its section asks for (<study>.slurm.gres),
+# the rules that build its images (the image jobs of its plan) -- comes from its declaration, its
+# configuration or its plan.
+
+
+def studies() -> list[str]:
+    """Every study, in the registry's order (repro.config.study_names: the study folders)."""
+    from repro import config as rconfig
+
+    return rconfig.study_names()
+
+
+def declaration(study: str):
+    """The study's declaration (repro.study.Study), or None (a study without one, or one that fails to load)."""
+    from repro import study as rstudy
+
+    try:
+        return rstudy.declared(study)
+    except Exception:  # noqa: BLE001 -- the rehearsal then knows nothing more of it
+        return None
+
+
+def not_rehearsed(study: str) -> str:
+    """What of the study cannot run on this machine's cluster (its declaration's not_rehearsed)."""
+    decl = declaration(study)
+    return decl.not_rehearsed if decl is not None else ""
+
+
 # what a record stores as the plan (repro.allocation's as_dict(), a layout's plan): evidence of
 # where a side was meant to run, never of where it ran, so the placement checks do not read it
 PLANNED_KEYS = {"allocation", "plan", "planned"}
@@ -194,7 +217,7 @@ def match_job(relpath: str, rec: dict, jobs: list[dict], node_names: set[str]) -
     joins = {"_".join(c) for r in range(1, len(vals) + 1) for c in itertools.combinations(vals, r)}
     cands = [j for j in jobs if j["rule"].startswith(study + "_") and j["wildcards"] in joins]
     # several rules whose wildcards fit: the rule the path names (experiment~ceiling, raw/envelope/...),
-    # then the most specific wildcards (IPoIB_memfs_1_0 before IPoIB_1_0)
+    # then the most specific wildcards (IPoIB_<system>_1_0 before IPoIB_1_0)
     words = set(vals) | {p for p in Path(relpath).parts[3:] if "~" not in p}  # after results/<study>/raw/
     named = [j for j in cands if j["rule"].removeprefix(study + "_") in words
              or j["rule"].removeprefix(study + "_").split("_")[0] in words]
@@ -330,7 +353,7 @@ def judge_study(ws: Path, study: str, jobs: list[dict], node_names: set[str], *,
     checks["raw_complete"] = check(ok, ev or f"{len(recs)} raw record(s), snakemake -n has nothing left to do")
     checks["claims_computed"] = claims_check(ws, study)
     return {"study": study, "jobs": judged, "checks": checks, "records": len(recs), "failed_jobs": failed_jobs,
-            "not_rehearsed": NOT_REHEARSED.get(study, "")}
+            "not_rehearsed": not_rehearsed(study)}
 
 
 def job_failure(job: dict, recs: list[tuple[str, dict]], done: dict) -> dict:
@@ -397,10 +420,16 @@ def prepare_workdir(work: Path, resume: bool) -> Path:
     return ws
 
 
-# --no-containers: the systems run from the host's builds instead of their images (a machine where
-# the images cannot be built); the summary says the containers were not rehearsed
-NO_CONTAINERS = {"containers": {"use_for_benchmarks": False},
-                 "storage": {"cosbench": {"tool": "driver"}, "mdtest": {"tool": "auto", "container": "none"}}}
+def no_containers() -> dict:
+    """--no-containers: the systems run from the host's builds instead of their images (a machine where
+    the images cannot be built), with each study's own overlay for it (its declaration's no_containers);
+    the summary says the containers were not rehearsed."""
+    overlay = {"containers": {"use_for_benchmarks": False}}
+    for study in studies():
+        decl = declaration(study)
+        if decl is not None and decl.no_containers:
+            overlay[study] = decl.no_containers
+    return overlay
 
 
 IMAGES_OVERLAY = "config/rehearsal-images.yaml"
@@ -425,12 +454,13 @@ def build_images(ws: Path, study: str, timeout: int) -> subprocess.CompletedProc
 
     An image layered on another (a stack image's benchmark layer) is downstream of the base's
     build_container job, which ``--until`` stops at: Snakemake ends that run "Out of jobs ready ...
-    Remaining jobs: - storage_layer_image: ..." (exit 1) with the bases built. A further pass, the
+    Remaining jobs: - <the layer's rule>: ..." (exit 1) with the bases built. A further pass, the
     bases now present, builds the layers; the passes end when nothing remains, a rule fails, or a
     pass leaves the same images remaining (the first full rehearsal with the mdbench layer ran
-    storage from host builds because of this). The passes' output is returned joined."""
+    a study from host builds because of this). The passes' output is returned joined. The rules are
+    those of the plan's image jobs (image_rules)."""
     cmd = ["timeout", "-k", "20", str(timeout), "snakemake", study, "--cores", str(os.cpu_count() or 2),
-           "--until", *IMAGE_RULES, "--config", "launcher=slurm", "--sdm", "apptainer",
+           "--until", *image_rules(ws, study), "--config", "launcher=slurm", "--sdm", "apptainer",
            "--configfile", *configfiles(ws)]
     outs, errs, left = [], [], None
     for _ in range(4):
@@ -445,17 +475,20 @@ def build_images(ws: Path, study: str, timeout: int) -> subprocess.CompletedProc
     return subprocess.CompletedProcess(cmd, r.returncode, "\n".join(outs), "\n".join(errs))
 
 
-# the rules that build images (a stack image's benchmark layers too: they fetch COSBench and IOR)
-IMAGE_RULES = ("build_container", "storage_layer_image")
+# the engine's rule that builds an image (workflow/rules/containers.smk); a study may add its own (a
+# benchmark layer on a stack image): the image step's rules are those of the image jobs of its plan
+BUILD_RULE = "build_container"
+_PLANNED_RULES: dict[tuple[str, str], list[str]] = {}
 
 
 def planned_images(ws: Path, target: str, timeout: int = 600) -> list[str]:
-    """Every image (.sif name) the target's cluster plan runs in, built or not: a forced dry run of
-    the image step."""
-    cmd = ["timeout", "-k", "20", str(timeout), "snakemake", target, "-n", "-F", "--until", *IMAGE_RULES,
+    """Every image (.sif name) the target's cluster plan runs in, built or not: the image jobs of a
+    forced dry run of the whole plan (their rules are kept for the image step: image_rules)."""
+    cmd = ["timeout", "-k", "20", str(timeout), "snakemake", target, "-n", "-F",
            "--cores", "1", "--config", "launcher=slurm", "--sdm", "apptainer", "--configfile", *configfiles(ws)]
     r = subprocess.run(cmd, cwd=ws, capture_output=True, text=True, env=cluster_env())
     names = image_names_in_plan(r.stdout + r.stderr)
+    _PLANNED_RULES[(str(ws), target)] = image_rules_in_plan(r.stdout + r.stderr)
     if r.returncode != 0 and not names:
         raise RuntimeError(f"the image plan of {target} failed (rc {r.returncode}): "
                            f"{(r.stderr or r.stdout)[-1500:].strip() or 'no output at all'}")
@@ -463,13 +496,31 @@ def planned_images(ws: Path, target: str, timeout: int = 600) -> list[str]:
 
 
 def image_names_in_plan(text: str) -> list[str]:
-    """The images a forced dry run of the image step lists: its jobs' outputs, and the jobs it
-    leaves as "Remaining jobs" (Snakemake 9's dry run of -F --until stops with "Out of jobs ready to
-    be started" before a layer whose base image is forced too: storage's <stack>-cosbench.sif)."""
+    """The images a forced dry run lists: its jobs' outputs, and the jobs it leaves as "Remaining
+    jobs" (Snakemake 9's dry run of -F --until stops with "Out of jobs ready to be started" before a
+    layer whose base image is forced too: a stack image's <stack>-<layer>.sif)."""
     outs = re.findall(r"output: (\S+\.sif)", text)
-    rules = "|".join(IMAGE_RULES)
-    outs += re.findall(rf"^ - (?:{rules}): (\S+\.sif)$", text, re.M)
+    outs += re.findall(r"^ - \w+: (\S+\.sif)$", text, re.M)
     return sorted({Path(m).stem for m in outs})
+
+
+def image_rules_in_plan(text: str) -> list[str]:
+    """The rules of the jobs a dry run lists (or leaves remaining) whose output is an image (.sif)."""
+    rules, rule = set(), None
+    for line in text.splitlines():
+        m = re.match(r"^(?:local)?rule (\S+):$", line)
+        if m:
+            rule = m.group(1)
+        elif rule and re.match(r"^\s+output: (?:\S+, )*\S+\.sif(?:,|$)", line):
+            rules.add(rule)
+    rules |= set(re.findall(r"^ - (\w+): \S+\.sif$", text, re.M))
+    return sorted(rules)
+
+
+def image_rules(ws: Path, target: str) -> list[str]:
+    """The rules that build the target's images: build_container and those of the image jobs of the
+    plan planned_images read (prepare_images reads it before any build)."""
+    return sorted({BUILD_RULE, *_PLANNED_RULES.get((str(ws), target), [])})
 
 
 def image_definition(ws: Path, name: str) -> Path:
@@ -568,7 +619,7 @@ def _no_containers_overlay(ws: Path, on: bool) -> None:
         import yaml
 
         nc.write_text("# written by repro.rehearsal (--no-containers, or images that could not be built)\n"
-                      + yaml.safe_dump(NO_CONTAINERS))
+                      + yaml.safe_dump(no_containers()))
     else:
         nc.unlink(missing_ok=True)
 
@@ -576,7 +627,7 @@ def _no_containers_overlay(ws: Path, on: bool) -> None:
 def rehearse(studies: list[str], *, nodes: int = 4, work: Path = WORK, resume: bool = False,
              timeout: int = 3600, out_dir: Path = REPO / "results" / "rehearsal", extra: list[str] = (),
              containers: bool = True) -> dict:
-    """Rehearse each of ``studies`` ("study" or "study:target", e.g. "mpifuse:mpifuse_kick")."""
+    """Rehearse each of ``studies`` ("study" or "study:target", e.g. "<study>:<study>_kick")."""
     t0 = time.monotonic()
     subprocess.run([str(SCRIPT), "up", str(nodes)], check=True, timeout=300)
     t_up = time.monotonic() - t0
@@ -677,15 +728,15 @@ def _loadavg() -> str:
 
 
 def _gres_wanted(ws: Path, study: str) -> str:
-    if study != "inference":
-        return ""
+    """The GPUs the study's section asks Slurm for (<study>.slurm.gres at the rehearsal's scale), or ""."""
     try:
         from repro import config as rconfig
         import yaml
 
         overlay = yaml.safe_load((ws / "config" / "rehearsal.yaml").read_text())
         cfg = rconfig.load(ws / "config" / "config.yaml", overlay)
-        return (cfg.get("inference", {}).get("slurm") or {}).get("gres", "") or ""
+        slurm = (cfg.get(study) or {}).get("slurm") or {}
+        return (slurm.get("gres", "") or "") if isinstance(slurm, dict) else ""
     except Exception:  # noqa: BLE001 -- the check then simply asks for nothing
         return ""
 
@@ -717,7 +768,7 @@ def cluster_lock(path: Path = LOCK):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="./repro rehearse", description=__doc__.split("\n\n")[0])
-    ap.add_argument("studies", nargs="*", help=f"default: {' '.join(STUDIES)}")
+    ap.add_argument("studies", nargs="*", help="default: every study (the study folders)")
     ap.add_argument("--nodes", type=int, default=4, help="cluster size (cluster.partition_nodes of the overlay)")
     ap.add_argument("--resume", action="store_true", help="reuse the working copy: run only what is missing")
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per study")
@@ -725,16 +776,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-containers", action="store_true",
                     help="run the systems from the host's builds (where the images cannot be built); said so")
     a, extra = ap.parse_known_args(argv)
-    studies = a.studies or STUDIES
-    unknown = [s for s in studies if not (REPO / "workflow" / "studies" / s.partition(":")[0]).is_dir()]
+    names = a.studies or studies()
+    unknown = [s for s in names if not (REPO / "workflow" / "studies" / s.partition(":")[0]).is_dir()]
     if unknown:
         ap.error(f"unknown studies: {unknown}")
     if a.analyze:
-        for s in studies:
+        for s in names:
             print(json.dumps(analyze(Path(a.analyze), s.partition(":")[0]), indent=1))
         return 0
     with cluster_lock():
-        summary = rehearse(studies, nodes=a.nodes, resume=a.resume, timeout=a.timeout, extra=extra,
+        summary = rehearse(names, nodes=a.nodes, resume=a.resume, timeout=a.timeout, extra=extra,
                            containers=not a.no_containers)
     for s, v in summary["studies"].items():
         print(f"{s:12s} {v['seconds']:7.1f} s  rc={v['snakemake_rc']}  " +

@@ -25,6 +25,7 @@ STUDY = Study(
         "summary": "Every configuration: count/mean/std/min/max, failed, not run",
     },
     images=("torchserve", "triton", "tfserving", "inference-tf", "locust"),
+    not_rehearsed="the GPU part (device cuda, --gres gpu) cannot run here: CPU device, no GPU asked",
     expected_times={
         "setup_local": "systems/inference/setup.sh (cold about 9 min: torch and TF venvs), the model "
         "preparation at the local sizes (cold about 1-5 min: the TF SavedModel exports), cached",

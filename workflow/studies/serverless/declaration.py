@@ -29,6 +29,8 @@ STUDY = Study(
         "summary": "Every configuration: count/mean/std/min/max, failed, not run",
     },
     images=("faas-functions", "fdirector"),
+    not_rehearsed="the Kubernetes platforms (OpenFaaS, Nuclio) cannot run here: the stand-in platforms "
+    "run on the system nodes through the same cluster path (mode: standin)",
     expected_times={
         "setup_local": "none beyond ./repro setup (builds systems/faas-functions and systems/faas-standin)",
         "run_local": "about 6-12 min on 2 shared cores: 365 s / 718 s of job time measured (quiet / "
