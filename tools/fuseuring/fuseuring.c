@@ -69,9 +69,10 @@ struct ent {
     struct iovec iov[2];
 };
 
-struct queue {
+struct queue { /* one worker thread: its own ring, entries on kernel queue qid */
     struct fuseuring *u;
     unsigned qid;
+    int pin;
     pthread_t thr;
     int started;
     struct io_uring ring;
@@ -90,6 +91,7 @@ struct fuseuring {
     int accepted;  /* our INIT reply said yes */
     int active;
     unsigned nq, depth;
+    unsigned tpq, nt; /* threads (rings) per queue, and in all */
     size_t payload_sz;
     uint64_t init_unique;
     uint32_t max_write;
@@ -273,7 +275,7 @@ static void *queue_main(void *arg)
     int signalled = 0, err;
     cpu_set_t cs;
     /* requests are queued on the queue of the CPU the caller runs on: serve them there */
-    if (!getenv("FUSEURING_NOPIN") && sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_ISSET(q->qid, &cs)) {
+    if (q->pin && sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_ISSET(q->qid, &cs)) {
         CPU_ZERO(&cs);
         CPU_SET(q->qid, &cs);
         pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
@@ -443,15 +445,22 @@ struct fuseuring *fuseuring_start(struct fuse_session *se, int want, unsigned de
     const char *t = getenv("FUSEURING_TEST_PAYLOAD"); /* tests: a size the kernel must refuse */
     if (t && atol(t) > 0) u->payload_sz = (size_t)atol(t);
     u->nq = possible_cpus();
-    u->qs = calloc(u->nq, sizeof *u->qs);
+    /* FUSEURING_THREADS_PER_QUEUE=T: T threads (rings) register entries on each queue; the first is
+     * pinned to the queue's CPU, the others float, so one CPU's requests can be answered on another */
+    const char *tq = getenv("FUSEURING_THREADS_PER_QUEUE");
+    u->tpq = tq && atoi(tq) > 0 && atoi(tq) <= 64 ? (unsigned)atoi(tq) : 1;
+    u->nt = u->nq * u->tpq;
+    u->qs = calloc(u->nt, sizeof *u->qs);
     if (!u->qs) return u;
     sem_init(&u->ready, 0, 0);
     struct sigaction sa = {.sa_handler = on_sigusr};
     sigaction(SIGUSR2, &sa, NULL); /* no SA_RESTART: wakes a queue thread out of io_uring_enter */
     unsigned started = 0;
-    for (unsigned q = 0; q < u->nq; q++) {
+    int nopin = getenv("FUSEURING_NOPIN") != NULL;
+    for (unsigned q = 0; q < u->nt; q++) {
         u->qs[q].u = u;
-        u->qs[q].qid = q;
+        u->qs[q].qid = q / u->tpq;
+        u->qs[q].pin = !nopin && q % u->tpq == 0;
         if (pthread_create(&u->qs[q].thr, NULL, queue_main, &u->qs[q]) == 0) {
             u->qs[q].started = 1;
             started++;
@@ -461,17 +470,22 @@ struct fuseuring *fuseuring_start(struct fuse_session *se, int want, unsigned de
         }
     }
     for (unsigned q = 0; q < started; q++) sem_wait(&u->ready);
-    for (unsigned q = 0; q < u->nq; q++) {
+    for (unsigned q = 0; q < u->nt; q++) {
         if (u->qs[q].reg_err) {
             snprintf(u->msg, sizeof u->msg,
                      "io_uring refused: queue %u of %u, step %s: errno %d (%s); serving through /dev/fuse reads",
-                     q, u->nq, u->qs[q].reg_step, -u->qs[q].reg_err, strerror(-u->qs[q].reg_err));
+                     u->qs[q].qid, u->nq, u->qs[q].reg_step, -u->qs[q].reg_err, strerror(-u->qs[q].reg_err));
             return u;
         }
     }
     u->active = 1;
-    snprintf(u->msg, sizeof u->msg, "transport=io_uring: %u queues x %u entries, payload %zu bytes", u->nq,
-             u->depth, u->payload_sz);
+    if (u->tpq == 1)
+        snprintf(u->msg, sizeof u->msg, "transport=io_uring: %u queues x %u entries, payload %zu bytes", u->nq,
+                 u->depth, u->payload_sz);
+    else
+        snprintf(u->msg, sizeof u->msg,
+                 "transport=io_uring: %u queues x %u threads x %u entries, payload %zu bytes", u->nq, u->tpq,
+                 u->depth, u->payload_sz);
     return u;
 }
 
@@ -483,7 +497,7 @@ int fuseuring_json(const struct fuseuring *u, char *buf, size_t cap)
 {
     if (!u) u = the_u; /* requests can be served before fuseuring_start returns */
     unsigned long long reqs = 0, errs = 0;
-    for (unsigned q = 0; u && u->qs && q < u->nq; q++) {
+    for (unsigned q = 0; u && u->qs && q < u->nt; q++) {
         reqs += __atomic_load_n(&u->qs[q].reqs, __ATOMIC_RELAXED);
         errs += __atomic_load_n(&u->qs[q].errors, __ATOMIC_RELAXED);
     }
@@ -495,12 +509,13 @@ int fuseuring_json(const struct fuseuring *u, char *buf, size_t cap)
     }
     esc[k] = 0;
     return snprintf(buf, cap,
-                    "{\"transport\":\"%s\",\"requested\":%d,\"offered\":%d,\"queues\":%u,\"depth\":%u,"
+                    "{\"transport\":\"%s\",\"requested\":%d,\"offered\":%d,\"queues\":%u,\"threads_per_queue\":%u,"
+                    "\"depth\":%u,"
                     "\"payload\":%zu,\"ring_reqs\":%llu,\"ring_errors\":%llu,\"dev_reqs\":%llu,"
                     "\"dev_rw_reqs\":%llu,\"enable_uring\":\"%c\","
                     "\"message\":\"%s\"}",
                     fuseuring_active(u) || reqs ? "io_uring" : "dev-fuse", u ? u->want : 0, u ? u->offered : 0,
-                    u && u->qs ? u->nq : 0, u ? u->depth : 0, u ? u->payload_sz : 0, reqs, errs,
+                    u && u->qs ? u->nq : 0, u && u->qs ? u->tpq : 0, u ? u->depth : 0, u ? u->payload_sz : 0, reqs, errs,
                     u ? (unsigned long long)__atomic_load_n(&u->dev_reqs, __ATOMIC_RELAXED) : 0ULL,
                     u ? (unsigned long long)__atomic_load_n(&u->dev_rw, __ATOMIC_RELAXED) : 0ULL,
                     u ? u->param : fuseuring_param(), esc);
@@ -510,7 +525,7 @@ void fuseuring_stop(struct fuseuring *u)
 {
     if (!u) return;
     u->stop = 1;
-    for (unsigned q = 0; u->qs && q < u->nq; q++) {
+    for (unsigned q = 0; u->qs && q < u->nt; q++) {
         if (!u->qs[q].started) continue;
         struct timespec t;
         int joined = 0;
