@@ -81,6 +81,7 @@ struct queue { /* one worker thread: its own ring, entries on kernel queue qid *
     const char *reg_step;
     uint64_t reqs;
     uint64_t errors;
+    unsigned pending; /* entries the kernel holds (registered, or committed and fetching) */
 };
 
 struct fuseuring {
@@ -328,6 +329,7 @@ static void *queue_main(void *arg)
         sem_post(&u->ready);
         return NULL;
     }
+    q->pending = u->depth;
     /* a refused REGISTER completes at once with -errno; an accepted one stays pending until a
      * request arrives for it */
     while (!u->stop) {
@@ -351,16 +353,21 @@ static void *queue_main(void *arg)
         if (err == -EINTR) continue;
         if (err < 0) break;
         unsigned head, n = 0;
-        int fatal = 0;
         io_uring_for_each_cqe(&q->ring, head, cqe) {
             n++;
             struct ent *e = io_uring_cqe_get_data(cqe);
             if (cqe->res < 0) {
-                if (!signalled) {
+                /* a refused REGISTER, -ENOTCONN/-ECONNABORTED at unmount, or a refused commit: the
+                 * kernel no longer holds this entry; the thread serves the others while any remain
+                 * (a queue with some entries registered gets requests: nobody may leave them) */
+                if (!signalled && !q->reg_err) {
                     q->reg_err = cqe->res;
                     q->reg_step = "FUSE_IO_URING_CMD_REGISTER";
+                } else if (signalled && cqe->res != -ENOTCONN && cqe->res != -ECONNABORTED &&
+                           cqe->res != -ECANCELED) {
+                    __atomic_add_fetch(&q->errors, 1, __ATOMIC_RELAXED);
                 }
-                fatal = 1; /* -ENOTCONN/-ECONNABORTED at unmount, or a refused register */
+                q->pending--;
                 continue;
             }
             if (!signalled) { /* a request already: the registration took */
@@ -370,7 +377,7 @@ static void *queue_main(void *arg)
             handle(q, e);
         }
         io_uring_cq_advance(&q->ring, n);
-        if (fatal) break;
+        if (q->pending == 0) break;
     }
     if (!signalled) sem_post(&u->ready);
     return NULL;
