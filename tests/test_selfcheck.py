@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from repro import claims as C
-from repro import report_selfcheck, selfcheck
+from repro import pythonpath, report_selfcheck, selfcheck
 from repro.testing import REPO
 from studies.tco import selfcheck as tco_sc
 
@@ -146,7 +146,7 @@ def test_the_command_exits_1_naming_each_failure_and_the_page_lists_them_first(t
                         "    return [C.value_claim(C.Claim('bad', 'x', 'x', 'T1', 't', 'o'), x, 2.0, rel_tol=0.1)]\n"
                         "PERTURB = [('x', 'x 1 -> 2', lambda x: 2.0)]\n")
     out = tmp_path / "selfcheck.csv"
-    env = {"PYTHONPATH": f"{tmp_path}:{REPO / 'workflow/lib'}:{REPO / 'workflow'}:{REPO}", "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": f"{tmp_path}:{pythonpath.value(REPO, '')}", "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-m", "repro.selfcheck", "--studies-dir", str(pkg), "--package",
                            "fakestudies", "--config", str(REPO / "config/config.yaml"), "--out", str(out)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=120)

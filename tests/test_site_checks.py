@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from repro import config as rc
+from repro import pythonpath
 from repro.testing import REPO
 
 from studies.memfs import layout as memfs_layout
@@ -142,7 +143,7 @@ def test_every_site_key_the_checks_name_is_marked_edit(home):
 
 def _cli(module: str, section: dict, tmp, *extra) -> subprocess.CompletedProcess:
     (tmp / f"{module}.json").write_text(json.dumps(section))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(REPO / p) for p in ("workflow/lib", "workflow", "."))}
+    env = {**os.environ, "PYTHONPATH": pythonpath.value(REPO, "")}
     return subprocess.run([sys.executable, "-m", f"studies.{module}.site_check", "--config",
                            f"@{tmp / (module + '.json')}", *extra], capture_output=True, text=True, timeout=120,
                           env=env, cwd=tmp)

@@ -108,6 +108,10 @@ class Snake:
     def __init__(self, cwd: Path):
         self.cwd = cwd
         self.env = project_env()
+        from repro import pythonpath
+
+        if (Path(cwd) / pythonpath.LIST).is_file():  # a scratch copy runs its own code, nothing of REPO's
+            self.env["PYTHONPATH"] = pythonpath.value(cwd, "")
 
     def __call__(self, *args: str, timeout: int = 600, check: bool = True) -> subprocess.CompletedProcess:
         cmd = ["timeout", "-k", "10", str(timeout), "snakemake", *args]

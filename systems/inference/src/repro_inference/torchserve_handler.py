@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 
 import numpy as np
 import torch
 
-_here = os.path.dirname(os.path.abspath(__file__))
-if _here not in sys.path:
-    sys.path.insert(0, _here)
-
-from repro_inference import torch_models as tm  # noqa: E402
-from repro_inference.spec import read_spec  # noqa: E402
+# TorchServe puts the extracted archive (this handler beside the repro_inference package that
+# prepare_torch packs with --extra-files) on its worker's PYTHONPATH: the package imports from there
+from repro_inference import torch_models as tm
+from repro_inference.spec import read_spec
 
 try:
-    from ts.utils.util import PredictionException  # noqa: E402
+    from ts.utils.util import PredictionException
 except ImportError:  # outside TorchServe (unit use)
     class PredictionException(Exception):
         def __init__(self, message, error_code=500):

@@ -9,7 +9,6 @@ its own stub process (torch and TF never share one). Every answer carries SYSTEM
 
 import json
 import os
-import sys
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -20,7 +19,8 @@ KIND = "stand-in:tritonserver-python-backend"
 class TritonPythonModel:
     def initialize(self, args):
         here = os.path.join(args["model_repository"], args["model_version"])
-        sys.path.insert(0, here)
+        # the Python backend's stub appends this version folder (and the model's) to sys.path before
+        # it imports this file as <version>.model: the repro_inference copied beside it imports
         from repro_inference.spec import read_spec
 
         self.spec = read_spec(here)
