@@ -7,6 +7,7 @@ to the job's --out file, and each file must name its own experiment."""
 import os
 import subprocess
 
+from repro import pythonpath
 from repro.testing import copy_repo
 
 from studies.memfs import layout
@@ -27,7 +28,8 @@ def run_shimmed(tmp_path, shim_text, *args, overlay=""):
     (shim / "python3").write_text(shim_text)
     (shim / "python3").chmod(0o755)
     (work / "overlay.yaml").write_text(overlay or "{}\n")
-    env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}")
+    # the copy's own Python path (its engine and studies, never the repository's)
+    env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}", PYTHONPATH=pythonpath.value(work, ""))
     r = subprocess.run(["snakemake", *args, "--profile", "profiles/local", "--configfile", "config/local.yaml",
                         "overlay.yaml"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
