@@ -202,11 +202,12 @@ def test_failed_images_are_named_from_the_image_step_log():
 def test_an_image_that_cannot_be_built_falls_back_for_its_side_only():
     """Issue 27: an unbuildable image no longer sends a whole study to the host's builds. A stack
     image's benchmark layer falls back as the study declares (storage: COSBench's driver, mdtest in the
-    stack's own image); any other image (Triton) runs its side from the host's build, the rest stay images."""
+    stack's mdbench layer: Open MPI beside the mount, from the package registries); any other image
+    (Triton) runs its side from the host's build, the rest stay images."""
     host, overlay, sides = rh.image_fallbacks("storage", {"ceph-cosbench": "github.com unreachable",
                                                           "juicefs-mdtest": "github.com unreachable"})
     assert host == [] and overlay == {"storage": {"cosbench": {"tool": "driver"},
-                                                  "mdtest": {"container": "none", "tool": "auto"}}}
+                                                  "mdtest": {"container": "mdbench", "tool": "mdbench"}}}
     assert "github.com unreachable" in sides["ceph-cosbench"] and "fallback" in sides["juicefs-mdtest"]
     host, overlay, sides = rh.image_fallbacks("inference", {"triton": "nvcr.io unreachable"})
     assert host == ["triton"] and overlay == {} and sides["triton"].startswith("host build (nvcr.io")

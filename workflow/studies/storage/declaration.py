@@ -43,6 +43,9 @@ STUDY = Study(
     # IOR/mdtest): where they cannot be built, COSBench's side runs tools/cosbench's driver (the
     # stand-in, labelled so) and mdtest's in <stack>-mdbench.sif (containers/mdbench.def: Open MPI and
     # tools/mdtest's mdbench from the package registries; a stack image alone has no MPI)
+    not_rehearsed="Lustre+MinIO on a real Lustre directory (paths.lustre_dir is null here)",
+    # --no-containers (the host's builds): COSBench's stand-in driver, mdtest or mdbench on the host
+    no_containers={"cosbench": {"tool": "driver"}, "mdtest": {"tool": "auto", "container": "none"}},
     image_fallbacks={
         "cosbench": {"cosbench": {"tool": "driver"}},
         "mdtest": {"mdtest": {"container": "mdbench", "tool": "mdbench"}},

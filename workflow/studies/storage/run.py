@@ -99,7 +99,6 @@ class ImageSide:
                 if str(Path(d).resolve()) not in binds:
                     binds.append(str(Path(d).resolve()))
         self.binds = ",".join(binds)
-        self.pythonpath = os.pathsep.join(str(REPO / d) for d in ("workflow/lib", "workflow", "."))
         self.started = False
 
     @property
@@ -115,7 +114,6 @@ class ImageSide:
     def start(self) -> None:
         if not Path(self.image).exists():
             raise RuntimeError(f"image {self.image} does not exist (built by the workflow's image rules)")
-        os.environ["REPRO_PYTHONPATH"] = self.pythonpath
         cmd = ["apptainer", "instance", "start", "--bind", self.binds, self.image, self.name]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
@@ -382,7 +380,10 @@ class StackJob:
         host = endpoint.split("//")[-1].split(":")[0] if endpoint else None
         driver = placement.driver_side(host)
         daemons = self.info.get("placement") or {}
+        # how each side ran: this driver on the host; the stack's commands in its image (an instance here) or not
+        runs_in = {"driver": "host", "stack": " ".join(dm.image_exec()) or "host"}
         return {"allocation": self.alloc.as_dict(), "plan": self.pl.as_dict(), "driver": driver, "daemons": daemons,
+                "runs_in": runs_in,
                 **({"mdtest_tasks": tasks_at} if tasks_at is not None else {}),
                 "checks": placement.checks(self.alloc, self.pl, driver, daemons, tasks_at)}
 
@@ -592,8 +593,6 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
     kind = "real" if limit == "fio" else "stand-in:memserver"
     # fio from the image (a cluster run): a container of its own where it measures (ImageSide.exec_plain)
     inner = ImageSide(image, cfg, f"limit-{limit}-{rep}-{os.getpid()}").exec_plain if image and limit == "fio" else []
-    if inner:
-        os.environ["REPRO_PYTHONPATH"] = os.pathsep.join(str(REPO / d) for d in ("workflow/lib", "workflow", "."))
     rec = rawio.new_record(layout.STUDY, f"limit-{limit}", {"limit": limit}, rep, kind,
                            {"fio": provenance.tool_version([*inner, "fio", "--version"], timeout=300)} if limit == "fio"
                            else {"cosbench-driver": "cosbench-driver 1.0"})
@@ -639,7 +638,8 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
                 rec["metrics"].append(rawio.metric(row["metric"], row["value"], row["unit"], rw=row["rw"],
                                                    bs=row["bs"], direct=str(row["direct"])))
             rec["extra"] = {"directory": str(d.parent), "placement": {"node": node, "measured": measured,
-                                                                       "allocation": alloc.as_dict()}}
+                                                                       "allocation": alloc.as_dict(),
+                                                                       "runs_in": " ".join(inner) or "host"}}
         else:
             say(f"ceiling sizes={lim['ceiling_sizes']} workers={lim['ceiling_workers']} rep={rep}")
             cmd = [str(DRIVER), "ceiling", "--sizes", ",".join(lim["ceiling_sizes"]), "--workers",

@@ -76,6 +76,7 @@ def test_every_configuration_ran_and_is_labelled(study):
     assert {"mon.a", "osd.0", "rgw.a", "mds.a", "fuse"} <= set(pl["daemons"])
     assert pl["daemons"]["rgw.a"]["serves"] == "127.0.0.1" and pl["driver"]["source_address"] == "127.0.0.1"
     assert pl["checks"] == {"one_host": True} and pl["allocation"]["launcher"] == "local"
+    assert pl["runs_in"] == {"driver": "host", "stack": "host"}  # no --image: the host's builds, said so
     md = rawio.read(cwd / layout.raw_path("juicefs", "mdtest", "3901B", 2, 0))["extra"]
     assert md["placement"]["mdtest_tasks"]["fs_types"] == ["fuse.juicefs"]
     assert md["placement"]["checks"]["mdtest_tasks_see_the_mount"] and md["iterations"] == cfg["mdtest"]["iterations"]
