@@ -15,6 +15,7 @@ import inference_study_testlib as tl
 import pytest
 from studies.inference import layout, run
 
+from repro import pythonpath
 from repro import rawio
 
 
@@ -205,7 +206,7 @@ def test_a_cancelled_serve_job_stops_the_server(tmp_path):
                      kinds={"tfserving": "tfserving"}, server_start_timeout_s=300)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
     env.update(PATH=f"{bindir}:{os.environ['PATH']}",
-               PYTHONPATH=os.pathsep.join(str(tl.REPO / d) for d in ("workflow/lib", "workflow", ".")))
+               PYTHONPATH=pythonpath.value(tl.REPO, ""))
     proc = subprocess.Popen([sys.executable, "-m", "studies.inference.run", "--config", json.dumps(cfg), "--what",
                              "serve", "--server", "tfserving", "--model", "resnet50", "--models", str(models)],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

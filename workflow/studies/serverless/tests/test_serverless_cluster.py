@@ -17,6 +17,7 @@ import pytest
 import serverless_testlib as tl
 from studies.serverless import cluster_shape, layout
 
+from repro import pythonpath
 from repro import rawio
 
 FIX = Path(__file__).resolve().parent / "fixtures"
@@ -93,7 +94,7 @@ class _Echo(http.server.BaseHTTPRequestHandler):
 
 
 def _run(ws, cfg, env, *args):
-    env = dict(env, PYTHONPATH=os.pathsep.join(str(tl.REPO / d) for d in ("workflow/lib", "workflow", ".")))
+    env = dict(env, PYTHONPATH=pythonpath.value(tl.REPO, ""))
     return subprocess.run([sys.executable, "-m", "studies.serverless.run", "--config", json.dumps(cfg), *args],
                           cwd=ws, env=env, capture_output=True, text=True, timeout=120)
 

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import serverless_testlib as tl
+from repro import pythonpath
 from repro import rawio, testing
 from studies.serverless import aggregate, analysis, layout
 from studies.serverless import claims as sc
@@ -35,7 +36,7 @@ def _cfg():
 
 
 def _run(ws, cfg, *args):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(tl.REPO / d) for d in ("workflow/lib", "workflow", ".")))
+    env = dict(os.environ, PYTHONPATH=pythonpath.value(tl.REPO, ""))
     return subprocess.run([sys.executable, "-m", "studies.serverless.run", "--config", json.dumps(cfg), *args],
                           cwd=ws, env=env, capture_output=True, text=True, timeout=120)
 
