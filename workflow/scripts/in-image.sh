@@ -14,7 +14,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd) || exit 1
     exit 1
 }
 pp=
-while read -r d _; do
+while read -r d _ || [ -n "$d" ]; do
     case $d in '' | '#'*) continue ;; .) d=$root ;; *) d=$root/$d ;; esac
     pp=${pp:+$pp:}$d
 done <"$root/workflow/pythonpath.txt"
