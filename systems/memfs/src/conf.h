@@ -31,6 +31,8 @@ typedef struct {
     int         splice;      /* --splice (ours, not the paper's): replies through splice
                                 (FUSE_CAP_SPLICE_WRITE|MOVE); 2 once granted */
     int         keep_buffers; /* --keep-buffers (ours): mallopt, no mmap/trim per stripe buffer */
+    int         uring;       /* --transport io_uring (ours, issue 30): FUSE over io_uring
+                                (tools/fuseuring); falls back to /dev/fuse and says why */
     size_t      readahead;   /* kernel readahead of the mount (bdi read_ahead_kb),
                                 bytes; 0 = leave the kernel's default (128 KiB) */
     /* the FUSE connection as negotiated (refreshed when the stats are read) */

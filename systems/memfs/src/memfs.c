@@ -10,6 +10,9 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <fuse_lowlevel.h>
+#ifdef HAVE_FUSEURING
+#include "../../../tools/fuseuring/fuseuring.h"
+#endif
 #include <signal.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -837,7 +840,9 @@ static void *m_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
                       "mounting without it");
         }
     }
-    if (C.splice) { /* read replies by vmsplice + splice; write requests through a pipe */
+    if (C.uring) /* ring replies are captured from libfuse's writev: no splice (--splice is refused) */
+        conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ);
+    if (C.splice && !C.uring) { /* read replies by vmsplice + splice; write requests through a pipe */
         unsigned want = FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ;
         conn->want |= want & conn->capable;
         C.splice = (conn->want & FUSE_CAP_SPLICE_WRITE) ? 2 : 1;
@@ -916,6 +921,8 @@ static void usage(FILE *f)
             "                          writeback cache batches small writes into requests\n"
             "                          of up to 1 MiB; close() still stores everything;\n"
             "                          data files opened for reading use direct I/O\n"
+            "  --transport T           dev-fuse (default, the paper's) | io_uring: variant (ours):\n"
+            "                          FUSE over io_uring (needs enable_uring=Y; else /dev/fuse)\n"
             "  --splice                variant (ours): ask for splice in both directions\n"
             "                          (read replies vmspliced from the stripe buffer)\n"
             "  --keep-buffers          variant (ours): stripe buffers come from the heap and\n"
@@ -980,6 +987,15 @@ static int run_fuse(int argc, char **argv)
     if (fuse_daemonize(opts.foreground) != 0) goto out_unmount;
     struct fuse_session *se = fuse_get_session(fuse);
     if (fuse_set_signal_handlers(se) != 0) goto out_unmount;
+#ifdef HAVE_FUSEURING
+    struct fuseuring *U = NULL;
+    if (C.uring) { /* INIT and the per-CPU queues before the loop, which keeps serving /dev/fuse */
+        U = fuseuring_start(se, 1, 0);
+        fprintf(stderr, "memfs: %s\n", fuseuring_message(U));
+    }
+#else
+    if (C.uring) fprintf(stderr, "memfs: built without liburing: --transport=io_uring serves through /dev/fuse\n");
+#endif
     if (opts.singlethread) {
         res = fuse_loop(fuse);
     } else {
@@ -995,6 +1011,15 @@ static int run_fuse(int argc, char **argv)
     if (res == SIGTERM || res == SIGINT || res == SIGHUP) res = 0;
     else if (res) res = 1;
     fuse_remove_signal_handlers(se);
+#ifdef HAVE_FUSEURING
+    if (U) {
+        char j[1024];
+        fuse_unmount(fuse); /* ends the ring's commands */
+        fuseuring_stop(U);
+        fuseuring_json(U, j, sizeof j); /* how many requests went through the ring */
+        fprintf(stderr, "memfs: %s\n", j);
+    }
+#endif
 out_unmount:
     fuse_unmount(fuse);
 out_destroy:
@@ -1088,6 +1113,13 @@ int main(int argc, char **argv)
             if (!strcmp(a, "--direct-io")) { C.direct_io = 1; continue; }
             if (!strcmp(a, "--writeback-cache")) { C.writeback_cache = 1; continue; }
             if (!strcmp(a, "--splice")) { C.splice = 1; continue; }
+            if (!strcmp(a, "--transport") || !strncmp(a, "--transport=", 12)) { /* issue 30 */
+                const char *t = a[11] == '=' ? a + 12 : (i + 1 < argc ? argv[++i] : "");
+                if (strcmp(t, "io_uring") && strcmp(t, "dev-fuse"))
+                    return usage_error("--transport must be dev-fuse or io_uring");
+                C.uring = t[0] == 'i';
+                continue;
+            }
             if (!strcmp(a, "--keep-buffers")) { C.keep_buffers = 1; continue; }
             if (!strcmp(a, "-h") || !strcmp(a, "--help")) help = 1;
             if (!strcmp(a, "-V") || !strcmp(a, "--version"))
@@ -1171,6 +1203,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return usage_error("no mount point");
     }
+    if (C.uring && C.splice) /* ring replies are copied from libfuse's writev, never spliced */
+        return usage_error("--splice needs --transport=dev-fuse (FUSE over io_uring replies are not spliced)");
     if (!have_fsname) {
         fargv[fargc++] = "-o";
         fargv[fargc++] = "fsname=memfs,subtype=memfs";

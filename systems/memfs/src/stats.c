@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef HAVE_FUSEURING
+#include "../../../tools/fuseuring/fuseuring.h"
+#endif
 
 memfs_counters S;
 memfs_srv_counters *SS;
@@ -106,7 +109,16 @@ char *stats_json(size_t *len)
                   __atomic_load_n(&SS[i].bytes_get, __ATOMIC_RELAXED),
                   __atomic_load_n(&SS[i].errors, __ATOMIC_RELAXED));
     }
-    sb_printf(&s, "]}\n");
+    /* the FUSE transport (--transport, issue 30): ring_reqs = requests served through io_uring,
+     * dev_rw_reqs = READ/WRITE still read from /dev/fuse (0 when every one went through the ring) */
+#ifdef HAVE_FUSEURING
+    char tj[2048];
+    fuseuring_json(NULL, tj, sizeof tj);
+    sb_printf(&s, "],\"transport\":%s}\n", tj);
+#else
+    sb_printf(&s, "],\"transport\":{\"transport\":\"dev-fuse\",\"requested\":%d,\"ring_reqs\":0,"
+                  "\"dev_rw_reqs\":0,\"message\":\"built without liburing\"}}\n", C.uring);
+#endif
     *len = s.len;
     return s.b;
 }
