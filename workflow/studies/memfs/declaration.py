@@ -92,7 +92,11 @@ STUDY = Study(
         "(its costs overlapped); verdict: met = median ratio to the limit used >= 0.8 (1 MiB rows), "
         "measurement error = any repeat above 1.0 of memcached, the ceiling or the limit used (ratios "
         "listed apart, never a result). CPU seconds and the daemon's page faults per GiB; load average "
-        "beside every row.",
+        "beside every row. Issue 30 (fuse_gap.io_uring): NAME-io_uring rows are the variant over "
+        "FUSE-over-io_uring (tools/fuseuring); every row also gets both ceilings of its options (over /dev/fuse "
+        "and over io_uring), the composite each gives, its ratio to each and what bounds it; every mount is "
+        "data-checked (bytes read back equal those written) and an io_uring row whose requests did not go "
+        "through the ring is 'transport not used'.",
         "limit": "MemFS as a fraction of raw memcached, every MemFS envelope configuration: mcbench in the same "
         "job (set for write, get for 1-1 read), ratio min / median / max over the repeats and verdict "
         "(met: median >= 0.8; measurement error: any repeat > 1.0, ratios blank), the per-request "

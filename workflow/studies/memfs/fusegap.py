@@ -19,9 +19,20 @@ every transfer size T, operation and stream count S of ``fuse_gap.transfers``, i
   (the files just written, through FUSE: keep_cache is off in both), same bytes.
 
 Every measurement keeps the load average before and after it, the file systems' counter deltas (request
-sizes, splice, round trips) and the command. Only the standard library is used by ``run``.
+sizes, splice, round trips, the transport's ring and /dev/fuse requests) and the command. Only the
+standard library is used by ``run``.
 
-``table`` (pandas): per repeat, composite = 1 / (1/memcached + 1/ceiling) (the two per-byte costs added:
+**Over FUSE-over-io_uring** (issue 30; ``fuse_gap.io_uring``: names of variants): each named variant is
+also measured as ``NAME-io_uring`` -- MemFS ``--transport=io_uring`` and the ceiling ``--transport io_uring``
+(tools/fuseuring), the other options the same (splice off: ring replies are not spliced). Its rows are
+compared with both ceilings of the same options (over /dev/fuse and over io_uring) and the composites
+they give. Every mount is data-checked after its timed part (random bytes written in requests of the
+transfer size, read back equal byte for byte), and every io_uring measurement must have gone through
+the ring (ring requests > 0 and no READ/WRITE read from /dev/fuse during the timed part); a row whose
+check failed is ``data check failed``, one whose transport was not used ``transport not used`` -- never
+a result.
+
+``table``: per repeat, composite = 1 / (1/memcached + 1/ceiling) (the two per-byte costs added:
 both share the cores), MemFS's ratio to each, and which limit is lower (bounds it); per configuration the
 min/median/max over the repeats and a verdict: a ratio above 1.0 to any of the three in any repeat is a
 ``measurement error`` (its ratios are then listed apart, never as a result), else ``met`` when the median
@@ -48,6 +59,7 @@ from pathlib import Path
 from repro import procs  # the project's Python path (workflow/pythonpath.txt)
 from tools.common import free_port
 from tools.fuseceiling import ceiling as fc
+from tools.fuseceiling.transports import data_check
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -56,6 +68,9 @@ TARGET = 0.8
 VALID_MAX = 1.0
 TARGET_SIZES = ("1MiB",)  # issue 22: the target is set for 1 MiB transfers (at 1 and 8 streams)
 MET, NOT_MET, MEASUREMENT_ERROR, NOT_RUN, INFO = "met", "not met", "measurement error", "not run", "no target"
+CHECK_FAILED, NOT_USED = "data check failed", "transport not used"
+DEV, URING = "dev-fuse", "io_uring"
+TRANSPORTS = (DEV, URING)
 
 DEFAULTS = {
     "enabled": True,
@@ -80,6 +95,7 @@ DEFAULTS = {
         {"name": "direct-io-stripe-1m-keep", "memfs": ["--direct-io", "--stripe-size", "1m", "--keep-buffers"],
          "ceiling": ["--direct-io"]},
     ],
+    "io_uring": [],  # issue 30: variants also measured over FUSE-over-io_uring (NAME-io_uring)
 }
 
 
@@ -87,6 +103,45 @@ def gap_config(cfg: dict) -> dict:
     g = dict(DEFAULTS)
     g.update(cfg.get("fuse_gap", {}))
     return g
+
+
+def _no_splice(opts: list[str]) -> list[str]:
+    """The ceiling's options without --splice X (the ring's replies are not spliced)."""
+    out, skip = [], False
+    for o in opts:
+        if skip:
+            skip = False
+        elif o == "--splice":
+            skip = True
+        elif not o.startswith("--splice="):
+            out.append(o)
+    return out
+
+
+def all_variants(g: dict) -> list[dict]:
+    """The configured variants (over /dev/fuse, the paper's transport) and, for each name in
+    ``io_uring``, the same variant over FUSE-over-io_uring as NAME-io_uring; each with ``transport`` and
+    ``base`` (the variant whose options it shares)."""
+    vs = [dict(v, transport=v.get("transport", DEV), base=v.get("base", v["name"])) for v in g["variants"]]
+    by = {v["name"]: v for v in vs}
+    for name in g.get("io_uring") or []:
+        if name not in by:
+            raise SystemExit(f"fuse_gap.io_uring: no variant {name!r} (variants: {', '.join(by)})")
+        v = by[name]
+        vs.append({"name": f"{name}-{URING}", "transport": URING, "base": name,
+                   "memfs": [o for o in v["memfs"] if o != "--splice"] + [f"--transport={URING}"],
+                   "ceiling": _no_splice(v["ceiling"]) + ["--transport", URING]})
+    return vs
+
+
+def transport_used(counters: dict) -> str:
+    """From a timed part's counter deltas: io_uring when requests came through the ring and no READ/WRITE
+    was read from /dev/fuse, dev-fuse when none came through the ring, else mixed."""
+    ring = counters.get("transport.ring_reqs", 0)
+    dev_rw = counters.get("transport.dev_rw_reqs", 0)
+    if ring > 0:
+        return URING if dev_rw == 0 else "mixed"
+    return DEV
 
 
 def size_bytes(s) -> int:
@@ -300,6 +355,7 @@ def measure_fs(kind, variant, binaries, servers, T, ops, S, per_stream, base: Pa
         ctx = fc.Mount(mnt, ["--prealloc", f"{S}:{per_stream}", *opts], binary=binaries["fuseceiling"],
                        prefix=prefix)
     out = []
+    transport = variant.get("transport", DEV)
     with ctx as m:
         stats = m.stats
         for op in ["write", "read"]:
@@ -310,10 +366,18 @@ def measure_fs(kind, variant, binaries, servers, T, ops, S, per_stream, base: Pa
                 log = m.output() if kind == "memfs" else m.stderr()
                 raise RuntimeError(f"{kind} {variant['name']} {op} x{S}: {exc}; daemon log: {log[-1500:]}") from None
             if op in ops:
-                r.update(system=kind, variant=variant["name"], options=opts)
+                r.update(system=kind, variant=variant["name"], options=opts, transport=transport,
+                         base_variant=variant.get("base", variant["name"]),
+                         transport_used=transport_used(r["counters"]))
                 out.append(r)
         for i in range(S):
             os.unlink(mnt / f"s{i}")
+        # the data check (fio/IOR-style): random bytes written in requests of T, read back equal
+        check = data_check(mnt, T, None, 0)
+        tr = stats().get("transport", {})
+        check["transport"] = {k: tr.get(k) for k in ("transport", "ring_reqs", "dev_rw_reqs", "message")}
+        for r in out:
+            r["check"] = check
     return out
 
 
@@ -342,6 +406,9 @@ def run_job(cfg: dict, rep: int) -> dict:
     mf = cfg.get("memfs", {})
     memfs_base = ["--threads", str(mf.get("threads", 8)), "--timeout-ms", str(mf.get("timeout_ms", 2000))]
     bins = binaries(cfg)
+    variants = all_variants(g)
+    if any(v["transport"] == URING for v in variants):
+        say(fc.enable_uring())  # where root may; the daemons say what they got, the counters show it
     rec = {"experiment": "fusegap", "rep": rep, "host": socket.gethostname(), "nproc": os.cpu_count(),
            "cpus": g["cpus"], "config": g, "stripe_size": stripe, "binaries": bins,
            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "loadavg_start": fc.loadavg(),
@@ -358,8 +425,7 @@ def run_job(cfg: dict, rep: int) -> dict:
                     per_stream = total // S // T * T
                     if per_stream < T:
                         raise SystemExit(f"fuse_gap: {tr['bytes']} is less than {S} x {tr['size']}")
-                    systems = [("mcbench", None)] + [(kind, v) for v in g["variants"] for kind in ("fuseceiling",
-                                                                                                   "memfs")]
+                    systems = [("mcbench", None)] + [(kind, v) for v in variants for kind in ("fuseceiling", "memfs")]
                     shift = (rep + k) % len(systems)  # rotate: no system is always measured first
                     k += 1
                     for kind, v in systems[shift:] + systems[:shift]:
@@ -412,6 +478,9 @@ def run_rows(records: list[dict]) -> list[dict]:
         key = lambda m: (m["transfer"], m["op"], m["streams"])  # noqa: E731
         mc = {key(m): m for m in ms if m["system"] == "memcached"}
         ceil = {key(m) + (m["variant"],): m for m in ms if m["system"] == "fuseceiling"}
+        # the ceiling of the same options over each transport (issue 30): (base variant, transport)
+        ceil_t = {key(m) + (m.get("base_variant", m["variant"]), m.get("transport", DEV)): m
+                  for m in ms if m["system"] == "fuseceiling"}
         for m in ms:
             if m["system"] != "memfs":
                 continue
@@ -420,6 +489,8 @@ def run_rows(records: list[dict]) -> list[dict]:
             mc_bw = lim["mib_s"] if lim else math.nan
             c_bw = c["mib_s"] if c else math.nan
             comp = composite(mc_bw, c_bw)
+            by_t = _by_transport(m, lim, mc_bw, {t: ceil_t.get(k + (m.get("base_variant", m["variant"]), t))
+                                                 for t in TRANSPORTS})
             loads = [x["loadavg"][0] for x in (m, lim, c) if x] + [x["loadavg_after"][0] for x in (m, lim, c) if x]
             rows.append({
                 "rep": rec["rep"], "transfer": m["transfer"], "op": m["op"], "streams": m["streams"],
@@ -438,8 +509,43 @@ def run_rows(records: list[dict]) -> list[dict]:
                 "ceiling_request_kib": _ceil_kib(c, m["op"]) if c else math.nan,
                 "ratio_pipelined": _div(m["mib_s"], min(mc_bw, c_bw)),
                 **_cpu_cols(m, lim, c),
+                **by_t,
             })
     return rows
+
+
+def _check_state(*ms) -> str:
+    """ok / failed from the data checks of the measurements (their mounts); "" when none was checked
+    (raw files from before issue 30)."""
+    checks = [x["check"] for x in ms if x and x.get("check")]
+    if not checks:
+        return ""
+    return "ok" if all(c.get("ok") for c in checks) else "failed"
+
+
+def _transport_state(*ms) -> str:
+    """ok when every measurement asked for io_uring went through the ring; else which did not."""
+    bad = [f"{x['system']} {x.get('transport_used', '?')}" for x in ms
+           if x and x.get("transport", DEV) == URING and x.get("transport_used") != URING]
+    return "not used: " + ", ".join(bad) if bad else "ok"
+
+
+def _by_transport(m, lim, mc_bw, ceils: dict) -> dict:
+    """MemFS against the ceiling of its options over each transport and the composite each gives."""
+    out = {"transport": m.get("transport", DEV), "base_variant": m.get("base_variant", m["variant"]),
+           "data_check": _check_state(m, ceils.get(m.get("transport", DEV))),
+           "transport_check": _transport_state(m, ceils.get(m.get("transport", DEV)))}
+    for t, c in ceils.items():
+        tk = t.replace("-", "_")
+        c_bw = c["mib_s"] if c else math.nan
+        comp = composite(mc_bw, c_bw)
+        out.update({f"ceiling_{tk}_mib_s": c_bw, f"composite_{tk}_mib_s": comp,
+                    f"ratio_ceiling_{tk}": _div(m["mib_s"], c_bw), f"ratio_composite_{tk}": _div(m["mib_s"], comp),
+                    f"bound_{tk}": ("memcached" if mc_bw < c_bw else f"FUSE ceiling ({t})")
+                    if mc_bw == mc_bw and c_bw == c_bw else "",
+                    f"ceiling_{tk}_check": _check_state(c) if c else "",
+                    f"ceiling_{tk}_transport_check": _transport_state(c) if c else ""})
+    return out
 
 
 def _cpu_per_gib(m, parts) -> float:
@@ -518,7 +624,13 @@ def gap_table(rows: list[dict]) -> list[dict]:
         ratios = {n: [r[f"ratio_{n}"] for r in rs] for n in ("memcached", "ceiling", "composite", "pipelined")}
         v, why = verdict(ratios, tr)
         used = limit_used(ratios)
-        bad = v == MEASUREMENT_ERROR
+        failed = [f"rep {r['rep']}" for r in rs if r.get("data_check") == "failed"]
+        unused = [f"rep {r['rep']} {r['transport_check']}" for r in rs if r.get("transport_check", "ok") != "ok"]
+        if failed:  # bytes read back differ from those written: no speed of it is a result
+            v, why = CHECK_FAILED, "read back differs: " + ", ".join(failed)
+        elif unused:  # asked for io_uring, served through /dev/fuse: not the variant
+            v, why = NOT_USED, "; ".join(unused)
+        bad = v in (MEASUREMENT_ERROR, CHECK_FAILED, NOT_USED)
         thr = sorted({r["memcached_threads"] for r in rs if r["memcached_threads"] == r["memcached_threads"]})
         row = {"path": op, "streams": s, "transfer": tr, "variant": var, "reps": len(rs),
                "memcached_threads": "/".join(str(int(t)) for t in thr),
@@ -542,6 +654,20 @@ def gap_table(rows: list[dict]) -> list[dict]:
                     "memcached_cpu_s_per_gib", "composite_cpu_s_per_gib", "memfs_extra_cpu_s_per_gib",
                     "memfs_daemon_faults_per_gib"):
             row[col] = _mmm([r.get(col, math.nan) for r in rs])[1]
+        checks = {r.get("data_check", "") for r in rs}
+        row.update({"transport": rs[0].get("transport", DEV), "base_variant": rs[0].get("base_variant", var),
+                    "data_check": "failed" if "failed" in checks else "ok" if checks == {"ok"} else
+                    "not checked" if checks == {""} else "partly checked"})
+        for t in TRANSPORTS:  # both ceilings of the same options, the composites they give, MemFS's ratios
+            tk = t.replace("-", "_")
+            for col in (f"ceiling_{tk}_mib_s", f"composite_{tk}_mib_s"):
+                row[f"{col}_median"] = _mmm([r.get(col, math.nan) for r in rs])[1]
+            for col in (f"ratio_ceiling_{tk}", f"ratio_composite_{tk}"):
+                lo, med, hi = _mmm([r.get(col, math.nan) for r in rs])
+                row.update({f"{col}_min": math.nan if bad else lo, f"{col}_median": math.nan if bad else med,
+                            f"{col}_max": math.nan if bad else hi})
+            bs = [r.get(f"bound_{tk}", "") for r in rs if r.get(f"bound_{tk}")]
+            row[f"bound_{tk}"] = max(set(bs), key=bs.count) if bs else ""
         row.update({"verdict": v, "target": f">= {TARGET:g}x the limit in use (median)" if tr in TARGET_SIZES else "",
                     "invalid_ratios": why,
                     "memfs_request_kib": _mmm([r["memfs_fuse_write_kib" if op == "write" else "memfs_fuse_read_kib"]
@@ -580,10 +706,28 @@ MD_COLS = ["path", "streams", "transfer", "variant", "reps", "memcached_mib_s_me
            "bound", "verdict", "memfs_cpu_s_per_gib", "composite_cpu_s_per_gib", "load_min", "load_max"]
 
 
-def write_md(table: list[dict], path: str) -> None:
-    lines = ["| " + " | ".join(MD_COLS) + " |", "|" + "---|" * len(MD_COLS)]
+# issue 30: every row against both ceilings of its options (over /dev/fuse and over io_uring)
+MD_TRANSPORT_COLS = ["path", "streams", "transfer", "variant", "transport", "reps", "memfs_mib_s_median",
+                     "memcached_mib_s_median", "ceiling_dev_fuse_mib_s_median", "ceiling_io_uring_mib_s_median",
+                     "composite_dev_fuse_mib_s_median", "composite_io_uring_mib_s_median",
+                     "ratio_composite_dev_fuse_median", "ratio_composite_io_uring_median", "bound_dev_fuse",
+                     "bound_io_uring", "data_check", "verdict", "load_min", "load_max"]
+
+
+def _md_table(table: list[dict], cols: list[str]) -> list[str]:
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in table:
-        lines.append("| " + " | ".join(_fmt(r[c]) for c in MD_COLS) + " |")
+        lines.append("| " + " | ".join(_fmt(r.get(c, "")) for c in cols) + " |")
+    return lines
+
+
+def write_md(table: list[dict], path: str) -> None:
+    lines = _md_table(table, MD_COLS)
+    if any(r.get("transport") == URING for r in table):
+        lines += ["", "Over both transports (issue 30): the ceiling of each row's options over /dev/fuse and over "
+                  "FUSE-over-io_uring, the composite each gives with raw memcached, MemFS's median ratio to each "
+                  "and what bounds it; the verdict is against the composite of the row's own transport.", "",
+                  *_md_table(table, MD_TRANSPORT_COLS)]
     Path(path).write_text("\n".join(lines) + "\n")
 
 

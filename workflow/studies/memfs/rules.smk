@@ -84,7 +84,7 @@ for _exp, _opts in MEMFS_RUN_OPTIONS.items():
 rule memfs_fusegap_run:
     """Issue 22: one repeat of MemFS / raw memcached / the FUSE ceiling, like for like, on one host."""
     input:
-        code=study_code("memfs", "fusegap") + ["tools/fuseceiling/ceiling.py"],
+        code=study_code("memfs", "fusegap") + ["tools/fuseceiling/ceiling.py", "tools/fuseceiling/transports.py"],
     output:
         MEMFS_GAP_RAW,
     log:

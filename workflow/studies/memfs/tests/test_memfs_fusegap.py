@@ -170,8 +170,136 @@ def test_schema_names_a_bad_key():
     import jsonschema
     import yaml
     schema = yaml.safe_load((REPO / "workflow/studies/memfs/schema.yaml").read_text())["properties"]["fuse_gap"]
-    jsonschema.validate({"enabled": True, "reps": 5, "cpus": "0-1"}, schema)
+    jsonschema.validate({"enabled": True, "reps": 5, "cpus": "0-1", "io_uring": ["paper"]}, schema)
+    assert "default" not in schema["properties"]["io_uring"]  # absent: today's run jobs keep their parameters
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"io_uring": "paper"}, schema)
     with pytest.raises(jsonschema.ValidationError, match="stream"):
         jsonschema.validate({"stream": [1, 8]}, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"transfers": [{"size": "1MB", "ops": ["write"], "streams": [1], "bytes": "1MiB"}]}, schema)
+
+
+# ----------------------------------------------------------------------------- issue 30: both transports
+def _mt(system, op, mib_s, variant, transport, base="paper", used=None, check_ok=True, streams=1):
+    m = _m(system, op, streams, mib_s, variant)
+    if system != "memcached":
+        m.update(transport=transport, base_variant=base, transport_used=used or transport,
+                 check={"bytes": 8 << 20, "equal": check_ok, "ok": check_ok})
+    return m
+
+
+def _rec2(rep, memfs_dev, memfs_ring, mc, ceil_dev, ceil_ring, op="write", streams=1, **kw):
+    ms = [_m("memcached", op, streams, mc),
+          _mt("fuseceiling", op, ceil_dev, "paper", G.DEV, streams=streams),
+          _mt("memfs", op, memfs_dev, "paper", G.DEV, streams=streams),
+          _mt("fuseceiling", op, ceil_ring, "paper-io_uring", G.URING, streams=streams),
+          _mt("memfs", op, memfs_ring, "paper-io_uring", G.URING, streams=streams, **kw)]
+    return {"rep": rep, "host": "h", "nproc": 2, "cpus": "", "started_at": "t", "measurements": ms}
+
+
+def test_both_ceilings_composites_ratios_and_bound():
+    # memcached 3000; ceiling 1500 over /dev/fuse (composite 1000), 2500 over io_uring (composite 1363.6)
+    recs = [_rec2(r, 900.0, 1200.0, 3000.0, 1500.0, 2500.0) for r in range(3)]
+    rows = {r["variant"]: r for r in _table(recs)}
+    paper, ring = rows["paper"], rows["paper-io_uring"]
+    comp_ring = 1 / (1 / 3000 + 1 / 2500)
+    for row in (paper, ring):
+        assert row["composite_dev_fuse_mib_s_median"] == pytest.approx(1000.0)
+        assert row["composite_io_uring_mib_s_median"] == pytest.approx(comp_ring)
+        assert row["bound_dev_fuse"] == "FUSE ceiling (dev-fuse)" and row["bound_io_uring"] == "FUSE ceiling (io_uring)"
+    assert paper["transport"] == G.DEV and ring["transport"] == G.URING and ring["base_variant"] == "paper"
+    assert paper["ratio_composite_dev_fuse_median"] == pytest.approx(0.9)
+    assert paper["ratio_composite_io_uring_median"] == pytest.approx(900 / comp_ring)
+    assert ring["ratio_composite_io_uring_median"] == pytest.approx(1200 / comp_ring)
+    assert ring["ratio_composite_dev_fuse_median"] == pytest.approx(1.2)
+    # the verdict is against the composite of the row's own transport: paper 0.9 met, io_uring 0.88 met
+    assert paper["verdict"] == G.MET and ring["verdict"] == G.MET
+    assert ring["ratio_composite_median"] == pytest.approx(1200 / comp_ring)
+    assert paper["data_check"] == ring["data_check"] == "ok"
+
+
+def test_contradicting_io_uring_ceiling_moves_bound_ratio_and_verdict():
+    # the ring's ceiling 5000 (> memcached): memcached bounds it, composite 1875, MemFS 1200 is 0.64 -> not met
+    recs = [_rec2(r, 900.0, 1200.0, 3000.0, 1500.0, 5000.0) for r in range(3)]
+    ring = {r["variant"]: r for r in _table(recs)}["paper-io_uring"]
+    assert ring["bound_io_uring"] == "memcached" and ring["bound"] == "memcached"
+    assert ring["composite_io_uring_mib_s_median"] == pytest.approx(1875.0)
+    assert ring["ratio_composite_io_uring_median"] == pytest.approx(0.64)
+    assert ring["verdict"] == G.NOT_MET
+
+
+def test_failed_data_check_is_no_result():
+    recs = [_rec2(r, 900.0, 1200.0, 3000.0, 1500.0, 2500.0, check_ok=r != 1) for r in range(3)]
+    rows = {r["variant"]: r for r in _table(recs)}
+    ring = rows["paper-io_uring"]
+    assert ring["verdict"] == G.CHECK_FAILED and ring["data_check"] == "failed" and "rep 1" in ring["invalid_ratios"]
+    assert math.isnan(ring["ratio_composite_io_uring_median"]) and math.isnan(ring["ratio_limit_median"])
+    assert rows["paper"]["verdict"] == G.MET  # its own mounts checked out
+
+
+def test_io_uring_not_used_is_no_result():
+    recs = [_rec2(r, 900.0, 1200.0, 3000.0, 1500.0, 2500.0, used=G.DEV if r == 2 else None) for r in range(3)]
+    ring = {r["variant"]: r for r in _table(recs)}["paper-io_uring"]
+    assert ring["verdict"] == G.NOT_USED
+    assert "rep 2" in ring["invalid_ratios"] and "memfs dev-fuse" in ring["invalid_ratios"]
+    assert math.isnan(ring["ratio_composite_median"])
+
+
+def test_transport_used_from_counters():
+    assert G.transport_used({"transport.ring_reqs": 40}) == G.URING
+    assert G.transport_used({"transport.ring_reqs": 40, "transport.dev_rw_reqs": 1}) == "mixed"
+    assert G.transport_used({}) == G.DEV
+
+
+def test_io_uring_variants_from_config():
+    g = G.gap_config({"fuse_gap": {"io_uring": ["paper", "splice"]}})
+    vs = {v["name"]: v for v in G.all_variants(g)}
+    assert len(vs) == len(G.DEFAULTS["variants"]) + 2
+    assert vs["paper-io_uring"]["memfs"] == ["--transport=io_uring"]
+    assert vs["paper-io_uring"]["ceiling"] == ["--max-read", "512k", "--transport", "io_uring"]
+    assert vs["splice-io_uring"]["memfs"] == ["--transport=io_uring"]  # ring replies are never spliced
+    assert vs["splice-io_uring"]["ceiling"] == ["--max-read", "512k", "--transport", "io_uring"]
+    assert vs["paper"]["transport"] == G.DEV and vs["splice-io_uring"]["base"] == "splice"
+    assert len(G.all_variants(G.gap_config({}))) == len(G.DEFAULTS["variants"])  # none unless asked
+    with pytest.raises(SystemExit, match="no variant 'papr'"):
+        G.all_variants(G.gap_config({"fuse_gap": {"io_uring": ["papr"]}}))
+
+
+def test_md_has_the_both_transports_table(tmp_path):
+    tab = _table([_rec2(r, 900.0, 1200.0, 3000.0, 1500.0, 2500.0) for r in range(2)])
+    G.write_md(tab, str(tmp_path / "t.md"))
+    md = (tmp_path / "t.md").read_text()
+    assert "Over both transports" in md and "| write | 1 | 1MiB | paper-io_uring | io_uring | 2 | 1200 |" in md
+    G.write_md([r for r in tab if r["transport"] == G.DEV], str(tmp_path / "d.md"))
+    assert "Over both transports" not in (tmp_path / "d.md").read_text()
+
+
+def test_one_tiny_real_job_over_io_uring(tmp_path):
+    missing = _have_all()
+    if missing:
+        pytest.skip(f"not built / not here: {missing}")
+    from tools.fuseceiling.ceiling import URING_PARAM, enable_uring
+    enable_uring()
+    if not URING_PARAM.exists() or URING_PARAM.read_text().strip() != "Y":
+        pytest.skip("enable_uring is not Y here")
+    cfg = {"memfs": {"stripe_size": 524288}, "fuse_gap": {
+        "servers": 2, "memcached_mem_mb": 128, "memcached_values": ["512KiB"],
+        "transfers": [{"size": "1MiB", "ops": ["write", "read"], "streams": [2], "bytes": "4MiB"}],
+        "variants": [{"name": "paper", "memfs": [], "ceiling": ["--max-read", "512k"]}], "io_uring": ["paper"]}}
+    out = tmp_path / "rep~0.json"
+    assert G.main(["run", "--rep", "0", "--config", json.dumps(cfg), "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    fs = {(m["system"], m["variant"], m["op"]): m for m in rec["measurements"] if m["system"] != "memcached"}
+    assert len(fs) == 8
+    for (system, variant, op), m in fs.items():
+        assert m["check"]["ok"] and m["check"]["equal"] and m["check"]["bytes"] > 8 << 20, (system, variant, op)
+        want = G.URING if variant.endswith("io_uring") else G.DEV
+        assert m["transport"] == want and m["transport_used"] == want, (system, variant, op, m["counters"])
+        if want == G.URING:
+            assert m["counters"]["transport.ring_reqs"] > 0 and not m["counters"].get("transport.dev_rw_reqs")
+    assert fs[("memfs", "paper-io_uring", "write")]["counters"]["io.bytes_written"] == 4 << 20
+    rows = {(r["variant"], r["path"]): r for r in G.gap_table(G.run_rows([rec]))}
+    r = rows[("paper-io_uring", "read")]
+    assert r["data_check"] == "ok" and r["verdict"] not in (G.CHECK_FAILED, G.NOT_USED)
+    assert r["ceiling_io_uring_mib_s_median"] > 0 and r["ceiling_dev_fuse_mib_s_median"] > 0
