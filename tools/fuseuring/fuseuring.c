@@ -82,6 +82,7 @@ struct queue { /* one worker thread: its own ring, entries on kernel queue qid *
     uint64_t reqs;
     uint64_t errors;
     unsigned pending; /* entries the kernel holds (registered, or committed and fetching) */
+    int alive;        /* fuseuring_stop could not join it */
 };
 
 struct fuseuring {
@@ -547,5 +548,27 @@ void fuseuring_stop(struct fuseuring *u)
             joined = pthread_timedjoin_np(u->qs[q].thr, NULL, &t) == 0;
         }
         u->qs[q].started = 0;
+        u->qs[q].alive = !joined; /* fuseuring_free leaves what a thread still running uses */
     }
+}
+
+void fuseuring_free(struct fuseuring *u)
+{
+    if (!u) return;
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    int alive = 0;
+    for (unsigned q = 0; u->qs && q < u->nt; q++) alive |= u->qs[q].started || u->qs[q].alive;
+    if (alive) return; /* a queue thread did not end: its ring and buffers stay (leaked, not freed) */
+    for (unsigned q = 0; u->qs && q < u->nt; q++) {
+        struct queue *qu = &u->qs[q];
+        if (!qu->ents) continue;
+        for (unsigned i = 0; i < u->depth; i++)
+            if (qu->ents[i].hdr) munmap(qu->ents[i].hdr, ps + HEADROOM + u->payload_sz);
+        free(qu->ents);
+        io_uring_queue_exit(&qu->ring);
+    }
+    if (u->qs) sem_destroy(&u->ready);
+    free(u->qs);
+    if (the_u == u) the_u = NULL;
+    free(u);
 }

@@ -52,6 +52,10 @@ int fuseuring_json(const struct fuseuring *u, char *buf, size_t cap);
 /* after the session loop: stop the queue threads */
 void fuseuring_stop(struct fuseuring *u);
 
+/* after fuseuring_stop and fuse_session_destroy (no request can come): the rings, their buffers and
+ * u itself (a file system that mounts again in the same process; nothing if a thread did not end) */
+void fuseuring_free(struct fuseuring *u);
+
 /* the module parameter: 'Y', 'N', or '?' (not readable) */
 char fuseuring_param(void);
 

@@ -5,6 +5,10 @@
  * instance (threads, mount, the collective agreement on failure).
  */
 #include "mfs.h"
+#ifdef HAVE_FUSEURING
+#include "../../../tools/fuseuring/fuseuring.h" /* -o io_uring (issue 30) */
+static atomic_int uring_taken; /* one io_uring mount per process: the transport's state is global */
+#endif
 
 #include <dirent.h>
 #include <errno.h>
@@ -102,6 +106,16 @@ static int is_stats(const char *path)
 	return path && (!strcmp(path, STATS_PATH) || !strcmp(path, RESET_PATH));
 }
 
+int mfs_transport_json(mfs_t *m, char *buf, size_t len)
+{
+#ifdef HAVE_FUSEURING
+	if (m->uring_owner) /* the process's transport, also while fuseuring_start runs */
+		return fuseuring_json(NULL, buf, len);
+#endif
+	return snprintf(buf, len, "{\"transport\":\"dev-fuse\",\"requested\":%d,\"ring_reqs\":0,\"dev_rw_reqs\":0}",
+			m->o.io_uring);
+}
+
 /* a backend's conn_init: ask the kernel for spliced replies where it can */
 void mfs_want_splice(struct fuse_conn_info *conn)
 {
@@ -119,6 +133,8 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	conn->congestion_threshold = 48;
 	if (m->be->conn_init)
 		m->be->conn_init(m, conn);
+	if (m->o.io_uring) /* ring replies are taken from libfuse's writev: never spliced */
+		conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ);
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	cfg->nullpath_ok = 1;
@@ -484,6 +500,31 @@ static void *fuse_thread(void *arg)
 		sigaddset(&w, WAKE_SIG);
 		pthread_sigmask(SIG_UNBLOCK, &w, NULL);
 	}
+#ifdef HAVE_FUSEURING
+	/* -o io_uring: INIT and the per-CPU queues before the loop, which keeps serving /dev/fuse
+	 * (FORGET, INTERRUPT); one such mount per process (the transport's state is global) */
+	if (m->o.io_uring) {
+		if (atomic_exchange(&uring_taken, 1)) {
+			fprintf(stderr, "mpifuse: rank %d: io_uring: another mount of this process has it; "
+				"serving %s through /dev/fuse reads\n", m->rank, m->mountpoint);
+		} else {
+			m->uring_owner = 1; /* the stats see the transport while it starts (requests come at once) */
+			m->uring = fuseuring_start(fuse_get_session(m->fuse), 1, 0);
+			if (!m->uring) {
+				m->uring_owner = 0;
+				atomic_store(&uring_taken, 0);
+			}
+			if (m->o.verbose || m->rank <= 1)
+				fprintf(stderr, "mpifuse: rank %d: %s\n", m->rank,
+					m->uring ? fuseuring_message(m->uring) : "io_uring: out of memory");
+		}
+	}
+#else
+	if (m->o.io_uring)
+		fprintf(stderr, "mpifuse: rank %d: built without liburing: -o io_uring serves through /dev/fuse\n",
+			m->rank);
+#endif
+	atomic_store(&m->transport_ready, 1);
 	if (m->o.threads) {
 		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 		fuse_loop_cfg_set_max_threads(cfg, (unsigned)m->o.max_threads);
@@ -625,8 +666,25 @@ static int stop_fuse(mfs_t *m)
 				  m->mountpoint, m->o.timeout);
 		m->fuse_started = 0;
 	}
+#ifdef HAVE_FUSEURING
+	char uj[1024] = "";
+	if (m->uring) { /* the queue threads end once the unmount has ended their commands */
+		fuseuring_stop(m->uring);
+		fuseuring_json(m->uring, uj, sizeof(uj));
+	}
+#endif
 	fuse_destroy(m->fuse);
 	m->fuse = NULL;
+#ifdef HAVE_FUSEURING
+	if (m->uring) {
+		if (m->o.verbose)
+			fprintf(stderr, "mpifuse: rank %d: %s\n", m->rank, uj);
+		m->uring_owner = 0;
+		fuseuring_free(m->uring);
+		m->uring = NULL;
+		atomic_store(&uring_taken, 0);
+	}
+#endif
 	/* no request comes any more: what was not released, never will be */
 	int n = 0;
 	for (;;) {
@@ -817,6 +875,11 @@ int mpifuse_start(MPI_Comm comm, const char *mode, const char *source, const cha
 		if (mfs_spawn(&m->fuse_thr, fuse_thread, m) != 0)
 			mfs_fatal(m, "cannot create the FUSE thread");
 		m->fuse_started = 1;
+		/* -o io_uring: the queues are set up by the FUSE thread before its loop; the mount is
+		 * handed out once they are (a timed read must not share the CPU with their set-up) */
+		for (uint64_t t0 = mfs_now_ns(); m->o.io_uring && !atomic_load(&m->transport_ready) &&
+		     mfs_now_ns() - t0 < 10000000000ull;)
+			usleep(1000);
 		set_readahead(m);
 		m->cpu_mount_ns = mfs_process_cpu_ns();
 		m->mount_ns = mfs_now_ns();

@@ -59,6 +59,10 @@ struct mfs_opts {
 	                         * at load, open does not wait for the load);
 	                         * with splice, own-part reads are handed to
 	                         * libfuse as the source fd                    */
+	int io_uring;           /* FUSE over io_uring (ours, issue 30; tools/
+	                         * fuseuring): requests come through per-CPU
+	                         * io_uring queues, not /dev/fuse reads; falls
+	                         * back to /dev/fuse and says why            */
 	int verbose;
 };
 
@@ -226,6 +230,9 @@ struct mfs {
 	/* open file handles (fs.c): stop waits stop_grace for their RELEASE,
 	 * then releases what the kernel never will */
 	int wake_sig;           /* the FUSE loop can be woken by a signal */
+	struct fuseuring *uring; /* -o io_uring: the transport (NULL: /dev/fuse) */
+	int uring_owner;        /* this mount holds the process's io_uring transport */
+	atomic_int transport_ready; /* the FUSE thread has its transport up (start waits) */
 	pthread_mutex_t h_mu;
 	pthread_cond_t h_cv;
 	struct handle *h_list;
@@ -292,6 +299,8 @@ struct mfs {
 void mfs_fatal(mfs_t *m, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 void mfs_vlog(mfs_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mfs_want_splice(struct fuse_conn_info *conn); /* fs.c: SPLICE_WRITE|MOVE where capable */
+/* fs.c: the transport's JSON object (tools/fuseuring's, or {"transport":"dev-fuse",...}) */
+int mfs_transport_json(mfs_t *m, char *buf, size_t len);
 int mfs_wd_begin(mfs_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mfs_wd_end(mfs_t *m, int i);
 void *mfs_wd_thread(void *arg);

@@ -141,6 +141,7 @@ static const struct opt_desc OPTS[] = {
 	OPT(BOOL, "meta_buffer", meta_buffer, 0, "1"),
 	OPT(BOOL, "zero_copy", zero_copy, 0, "0"),
 	OPT(BOOL, "map_source", map_source, 0, "0"),
+	OPT(BOOL, "io_uring", io_uring, 0, "0"),
 };
 #undef OPT
 #undef OPT_TYPE
@@ -476,6 +477,11 @@ int mfs_stats_to_json(mfs_t *m, char *buf, size_t len)
 		if (um)
 			jp(&j, "\"cpu_at_unmount_s\":%.6f,\"wall_mount_to_unmount_s\":%.6f,",
 			   (double)atomic_load(&m->cpu_unmount_ns) / 1e9, (double)(um - m->mount_ns) / 1e9);
+	}
+	{ /* the FUSE transport (-o io_uring): requests through the ring vs READs from /dev/fuse */
+		char t[1024];
+		mfs_transport_json(m, t, sizeof(t));
+		jp(&j, "\"transport\":%s,", t);
 	}
 	jp(&j, "\"files_live\":%d}", atomic_load(&m->live));
 	if (j.overflow)

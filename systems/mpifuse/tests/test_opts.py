@@ -27,14 +27,14 @@ int main(int argc, char **argv)
                "\"bcast_on_demand\":%d,\"bcast_sync\":%d,\"attr_timeout\":%.17g,"
                "\"allow_other\":%d,\"readahead_kb\":%ld,\"poll_us\":%u,\"idle_poll_us\":%u,"
                "\"align\":%llu,\"zero_copy\":%d,\"meta_buffer\":%d,\"map_source\":%d,"
-               "\"verbose\":%d}\n",
+               "\"io_uring\":%d,\"verbose\":%d}\n",
                rc, err, o.max_read, o.threads, o.max_threads, o.keep_cache, o.splice, o.timeout,
                o.linger, o.stop_grace, (unsigned long long)o.idle_cache,
                (unsigned long long)o.mem_cap, o.spool, (unsigned long long)o.chunk,
                (unsigned long long)o.cache, (unsigned long long)o.block, o.bcast_rr,
                o.bcast_depth, o.bcast_on_demand, o.bcast_sync, o.attr_timeout, o.allow_other,
                o.readahead_kb, o.poll_us, o.idle_poll_us, (unsigned long long)o.align,
-               o.zero_copy, o.meta_buffer, o.map_source, o.verbose);
+               o.zero_copy, o.meta_buffer, o.map_source, o.io_uring, o.verbose);
     }
     return 0;
 }
@@ -47,14 +47,14 @@ DEFAULTS = {
     "mem_cap": 0, "chunk": 4 * MIB, "cache": 0, "block": 4 * MIB, "bcast_rr": 0, "bcast_depth": 4,
     "bcast_on_demand": 0, "bcast_sync": -1, "attr_timeout": 1.0, "allow_other": 0,
     "readahead_kb": 0, "poll_us": 200, "idle_poll_us": 2000, "align": 4096, "zero_copy": 0,
-    "meta_buffer": 1, "map_source": 0, "verbose": 0, "spool": "$TMPDIR",
+    "meta_buffer": 1, "map_source": 0, "io_uring": 0, "verbose": 0, "spool": "$TMPDIR",
 }
 SIZES = {"max_read": 4096, "max_threads": 1, "idle_cache": 0, "mem_cap": 0, "chunk": 0, "cache": 0,
          "block": 1, "bcast_depth": 1, "poll_us": 1, "idle_poll_us": 1, "align": 1}
 BOOLS = {"threads": "threads", "keep_cache": "keep_cache", "kernel_cache": "keep_cache",
          "splice": "splice", "bcast_on_demand": "bcast_on_demand", "allow_other": "allow_other",
          "verbose": "verbose", "meta_buffer": "meta_buffer", "zero_copy": "zero_copy",
-         "map_source": "map_source"}
+         "map_source": "map_source", "io_uring": "io_uring"}
 NUMBERS = ["timeout", "linger", "stop_grace", "attr_timeout"]
 
 
