@@ -11,6 +11,11 @@
   beside native and the FUSE ceiling (tools/fuseceiling with OSR refined's knobs) of the same
   rounds: the ceiling's own ratio to native, the variant's ratio to each (min/median/max), rounds
   above 1.0 counted as measurement errors, CPU of reader and file system, what bounds it;
+* issue 30's table (where the run has the io_uring variants): refined OSR over /dev/fuse and over
+  FUSE-over-io_uring beside both FUSE ceilings (over /dev/fuse and over io_uring) and the composite
+  limit each gives with native reading (1/composite = 1/native + 1/ceiling: the file system's read of
+  its source and the FUSE path, their per-byte costs added), per round: the ratio to each, what bounds
+  it; a read asked over io_uring whose stats show the ring unused is failed;
 * the per-request breakdown: FUSE requests the file system saw (count, mean size), time in its read
   path, MPI_Get, waits, copies where its counters have them, its CPU and the reader's;
 * idle CPU per rank (fraction of a core) with every file system mounted and nothing read;
@@ -46,8 +51,17 @@ VARIANTS = {
                                "source file (no load copy, open does not wait for the load)"),
     "fuse-ceiling": (False, "the FUSE ceiling (tools/fuseceiling): a preloaded file served from the daemon's "
                             "memory, no backend, with OSR refined's request size, readahead and threads"),
+    "osr-refined-io_uring": (False, "our refined OSR over FUSE-over-io_uring (tools/fuseuring, libmpifuse -o "
+                                    "io_uring: requests from per-CPU io_uring queues, not /dev/fuse reads)"),
+    "osr-refined-map-io_uring": (False, "our refined OSR with map_source over FUSE-over-io_uring"),
+    "fuse-ceiling-io_uring": (False, "the FUSE ceiling over FUSE-over-io_uring (fuseceiling --transport io_uring), "
+                                     "otherwise the same as fuse-ceiling"),
 }
 CEILING = "fuse-ceiling"
+CEILING_URING = "fuse-ceiling-io_uring"
+URING_SUFFIX = "-io_uring"
+# issue 30's rows: refined OSR (and map_source) over each transport, against both ceilings
+ISSUE30 = ["osr-refined", "osr-refined-io_uring", "osr-refined-map", "osr-refined-map-io_uring"]
 # issue 22's rows: (variant, tool, target on the median per-round ratio to native or None)
 # (the paper's passthrough is not among them: it runs with other knobs, 128 KiB requests, than the
 # ceiling, which takes OSR refined's)
@@ -83,6 +97,11 @@ def failures(rec: dict) -> pd.DataFrame:
     """Failed one-node measurements: the raw file's own, plus kpassthrough rounds whose server
     answered READ requests (the kernel did not pass through: not the variant being measured)."""
     f = [dict(x) for x in rec.get("extra", {}).get("failures", []) if x.get("tool") != "idle"]
+    for s in rec.get("extra", {}).get("fs_stats", []):
+        why = ring_not_used(s)
+        if why:
+            f.append({"variant": s["variant"], "tool": s["tool"], "nodes": s.get("nodes", 1), "rep": int(s["rep"]),
+                      "why": why})
     df = metrics(rec)
     if "metric" in df:
         bad = df[(df.metric == "server_read_requests") & (df.value > 0)]
@@ -91,6 +110,21 @@ def failures(rec: dict) -> pd.DataFrame:
                       "why": f"the server answered {int(r['value'])} READ requests: the kernel did not "
                              "pass the reads through"})
     return pd.DataFrame(f, columns=["variant", "tool", "nodes", "rep", "why"])
+
+
+def ring_not_used(s: dict) -> str:
+    """Why a read asked over io_uring (a *-io_uring variant) is not that variant: its stats show no request
+    through the ring, or READs from /dev/fuse; "" when it is (or the variant is not an io_uring one)."""
+    if not str(s.get("variant", "")).endswith(URING_SUFFIX):
+        return ""
+    st = s.get("stats") or {}
+    tr = (st.get("fuseceiling") or st).get("transport")
+    if not isinstance(tr, dict):
+        return "asked for io_uring, its stats name no transport (a build without it)"
+    if tr.get("transport") != "io_uring" or not tr.get("ring_reqs") or tr.get("dev_rw_reqs"):
+        return (f"asked for io_uring, served through {tr.get('transport', '?')}: ring_reqs {tr.get('ring_reqs')}, "
+                f"dev_rw_reqs {tr.get('dev_rw_reqs')} ({tr.get('message', '')})")
+    return ""
 
 
 def throughput(rec: dict) -> pd.DataFrame:
@@ -293,6 +327,93 @@ def issue22(rec: dict, thr: pd.DataFrame) -> pd.DataFrame:
             else:
                 row["verdict"] = "met" if mn >= target else "not met"
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def composite(native: float, ceiling: float) -> float:
+    """The file system's read of its source (native) and the FUSE path (the ceiling) on the same cores, their
+    per-byte costs added: 1/composite = 1/native + 1/ceiling."""
+    return 1.0 / (1.0 / native + 1.0 / ceiling) if native > 0 and ceiling > 0 else float("nan")
+
+
+def issue30(rec: dict) -> pd.DataFrame:
+    """Issue 30: per tool, how far the FUSE ceiling moved over io_uring, and each refined-OSR path over either
+    transport against both ceilings and both composites, per round (min / median / max)."""
+    df = metrics(rec)
+    if "metric" not in df:
+        return pd.DataFrame()
+    failed = {(r.variant, r.tool, int(r.rep)) for r in failures(rec).itertuples()}
+    have = set(df.variant.dropna())
+    if CEILING_URING not in have and not any(v.endswith(URING_SUFFIX) for v in have):
+        return pd.DataFrame()
+    rows = []
+    for tool in ("sha256sum", "dd"):
+        one = df[(df.metric == "throughput") & (df.nodes == 1) & (df.tool == tool)]
+        g = {(v, int(r)): x for v, r, x in zip(one.variant, one.rep, one.value) if (v, tool, int(r)) not in failed}
+        reps = sorted({r for _, r in g})
+        load = df[(df.metric == "load1") & (df.tool == tool) & (df.nodes == 1)]
+
+        def med(xs):
+            return float(pd.Series(xs).median()) if xs else None
+        for v in [CEILING_URING] + ISSUE30:
+            if v not in have:
+                continue
+            transport = "io_uring" if v.endswith(URING_SUFFIX) else "dev-fuse"
+            own_ceiling = CEILING_URING if transport == "io_uring" else CEILING
+            vals = {n: [] for n in ("x", "nat", "cd", "cu", "compd", "compu", "xn", "xcd", "xcu", "xkd", "xku",
+                                    "cn_own")}
+            for r in reps:
+                x, nat, cd, cu = g.get((v, r)), g.get(("native", r)), g.get((CEILING, r)), g.get((CEILING_URING, r))
+                if x is None:
+                    continue
+                vals["x"].append(x)
+                if nat:
+                    vals["nat"].append(nat)
+                    vals["xn"].append(x / nat)
+                if cd:
+                    vals["cd"].append(cd)
+                    vals["xcd"].append(x / cd)
+                if cu:
+                    vals["cu"].append(cu)
+                    vals["xcu"].append(x / cu)
+                if nat and cd:
+                    vals["compd"].append(composite(nat, cd))
+                    vals["xkd"].append(x / composite(nat, cd))
+                if nat and cu:
+                    vals["compu"].append(composite(nat, cu))
+                    vals["xku"].append(x / composite(nat, cu))
+                own = g.get((own_ceiling, r))
+                if nat and own:
+                    vals["cn_own"].append(own / nat)
+            nf = sum(1 for (fv, ft, _) in failed if fv == v and ft == tool)
+            row = {"path": variant_label(v, ours=True), "variant": v, "transport": transport, "tool": tool,
+                   "rounds": len(vals["x"]), "failed": nf,
+                   "variant GB/s": med(vals["x"]), "native GB/s": med(vals["nat"]),
+                   "ceiling /dev/fuse GB/s": med(vals["cd"]), "ceiling io_uring GB/s": med(vals["cu"]),
+                   "composite /dev/fuse GB/s": med(vals["compd"]), "composite io_uring GB/s": med(vals["compu"]),
+                   "x native": _mmm(vals["xn"]), "x ceiling /dev/fuse": _mmm(vals["xcd"]),
+                   "x ceiling io_uring": _mmm(vals["xcu"]), "x composite /dev/fuse": _mmm(vals["xkd"]),
+                   "x composite io_uring": _mmm(vals["xku"]),
+                   "load (1 min) over the rounds": (f"{load.value.min():.1f}-{load.value.max():.1f}" if len(load)
+                                                    else "-")}
+            if v == CEILING_URING:  # how far the ceiling itself moved: x ceiling /dev/fuse is the move
+                row["bound"] = "-"
+                row["verdict"] = ("measurement error (median above 1.0 of native)"
+                                  if vals["xn"] and med(vals["xn"]) > 1.0 else "no target")
+            elif not vals["xn"]:
+                row.update(bound="-", verdict="failed" if nf else "not run")
+            else:
+                mn = med(vals["xn"])
+                own_x = vals["xcu"] if transport == "io_uring" else vals["xcd"]
+                mc = med(own_x)
+                row["bound"] = f"{transport}: " + bound_reading(mn, mc, med(vals["cn_own"]), 0.95)
+                if mn > 1.0 or (mc is not None and mc > 1.0):
+                    row["verdict"] = "measurement error (median above 1.0 of a limit)"
+                elif tool != "sha256sum":
+                    row["verdict"] = "no target"
+                else:
+                    row["verdict"] = "met" if mn >= 0.95 else "not met"
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -568,6 +689,22 @@ def report(rec: dict, pub: pd.DataFrame | None = None) -> tuple[str, pd.DataFram
         "",
         md(issue22(rec, thr)),
         "",
+        "## Issue 30: over /dev/fuse and over FUSE-over-io_uring",
+        "",
+        ("Both FUSE ceilings (tools/fuseceiling with OSR refined's knobs, its requests read from /dev/fuse or "
+         "fetched from per-CPU io_uring queues, tools/fuseuring), the composite limit each gives with native "
+         "reading (1/composite = 1/native + 1/ceiling: the file system reads its source and serves the FUSE path "
+         "on the same cores, the two per-byte costs added) and refined OSR over each transport (libmpifuse -o "
+         "io_uring), per round: the variant's throughput / each limit of the same round, min / median / max. "
+         "The ceiling-over-io_uring row's 'x ceiling /dev/fuse' is how far the ceiling itself moved. A ratio "
+         "above 1.0 of a composite means the two costs overlapped (two cores), not an error; above 1.0 of "
+         "native or of its own ceiling (median) is a measurement error. Bound: from the medians against the "
+         "ceiling of the row's own transport (see bound_reading); target as issue 22 (>= 0.95x native, "
+         "sha256sum). A read asked over io_uring whose stats show requests from /dev/fuse (or none through the "
+         "ring) is failed, never a number; every sha256sum read is checked against the source's hash."),
+        "",
+        md(issue30(rec)) if len(issue30(rec)) else "(no io_uring variant in this run: fusespeed.variants)",
+        "",
         "## Variants: paper-faithful and ours",
         "",
         md(variants_table(rec, thr, pub)),
@@ -622,6 +759,7 @@ def main() -> int:
     ap.add_argument("--published")
     ap.add_argument("--issue13", help="issue 13's table (earlier values, this run's ratios, target, verdict) as CSV")
     ap.add_argument("--issue22", help="issue 22's table (native, FUSE ceiling, ratios to each, bound) as CSV")
+    ap.add_argument("--issue30", help="issue 30's table (both ceilings and composites, ratios to each) as CSV")
     a, _ = cli.finish(ap)
     rec = rawio.read(a.raw)
     pub = published.load(a.published) if a.published else None
@@ -635,6 +773,10 @@ def main() -> int:
         i22 = issue22(rec, thr)
         tidy.write_csv((i22 if len(i22) else pd.DataFrame(columns=["path", "variant", "tool", "verdict"]))
                        .assign(system_kind=rec["system_kind"]), a.issue22)
+    if a.issue30:
+        i30 = issue30(rec)
+        tidy.write_csv((i30 if len(i30) else pd.DataFrame(columns=["path", "variant", "transport", "tool", "verdict"]))
+                       .assign(system_kind=rec["system_kind"]), a.issue30)
     Path(a.report).parent.mkdir(parents=True, exist_ok=True)
     Path(a.report).write_text(text)
     print(text)

@@ -16,7 +16,10 @@ Run with max(fusespeed.nodes)+1 MPI ranks (rank 0 writes the files, ranks 1..k r
    own part's window is a mapping of the source file) and the FUSE ceiling (tools/fuseceiling: a
    FUSE file system serving a preloaded file from its own memory, no backend, mounted with OSR
    refined's knobs: request size, readahead, single- or multi-threaded loop; the best any FUSE
-   file system reaches with them on this machine and kernel). Beside each timing: the reader's
+   file system reaches with them on this machine and kernel); where asked (issue 30, ours), OSR
+   refined (and with map_source) and the ceiling over FUSE-over-io_uring (tools/fuseuring:
+   libmpifuse ``-o io_uring``, fuseceiling ``--transport io_uring``; each read's stats say whether
+   its requests went through the ring). Beside each timing: the reader's
    CPU (user+sys of dd/sha256sum), the file system's CPU (the rank's process, which runs
    libmpifuse in-process, or kpassthrough's server process; /proc/<pid>/stat), dd's own time and
    the file system's counters (libmpifuse's stats JSON, kept whole; kpassthrough's op counts);
@@ -53,11 +56,18 @@ REPO = Path(__file__).resolve().parents[3]
 STUDY = "fusespeed"
 DD_RE = re.compile(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s,", re.M)
 CEILING = "fuse-ceiling"  # the speed variant (and its "mode") of tools/fuseceiling
+CEILING_URING = "fuse-ceiling-io_uring"  # the same over FUSE-over-io_uring (issue 30, tools/fuseuring)
+# the ceilings: mode -> fuseceiling's transport options
+CEILINGS = {CEILING: [], CEILING_URING: ["--transport", "io_uring"]}
+URING = {"io_uring": True}  # libmpifuse's -o io_uring (issue 30): requests through per-CPU io_uring queues
 CEILING_FILE = "speed-ceiling-{i}.bin"  # the files the ceiling serves (preloaded pattern), one per read
 # fusespeed.variants -> (mode: an mpifuse mode, "kpassthrough", CEILING or None for native; extra options)
 MODES = {"native": (None, {}), "passthrough": ("passthrough", {}), "osr": ("osr", {}),
          "osr-refined": ("osr-refined", {}), "kpassthrough": (kpt.VARIANT, {}),
-         "osr-refined-map": ("osr-refined", {"map_source": True}), CEILING: (CEILING, {})}
+         "osr-refined-map": ("osr-refined", {"map_source": True}), CEILING: (CEILING, {}),
+         "osr-refined-io_uring": ("osr-refined", URING),
+         "osr-refined-map-io_uring": ("osr-refined", {"map_source": True, **URING}),
+         CEILING_URING: (CEILING_URING, {})}
 # the mpifuse variant whose mount knobs the ceiling takes
 CEILING_LIKE = "osr-refined"
 SETTLE_S = 1.0  # before a multi-rank stop, after the last read (not timed)
@@ -90,9 +100,9 @@ def rotated(plan: list, rep: int) -> list:
 def idle_plan(plan) -> list[str | None]:
     modes = []
     for _, mode, extra in plan:
-        if not extra and mode not in modes and mode != CEILING:
+        if not extra and mode not in modes and mode not in CEILINGS:
             modes.append(mode)
-    if any(m not in (None, kpt.VARIANT, CEILING) for m in modes):
+    if any(m not in (None, kpt.VARIANT, *CEILINGS) for m in modes):
         modes += [m for m in IDLE_EXTRA if m not in modes]
     return modes
 
@@ -251,7 +261,7 @@ class Job:
         self.metrics, self.notes, self.failures, self.fs_stats, self.idle_stats = [], {}, [], [], []
         self.orders = []
         self.mpifuse = mb.load_mpifuse() if any(m not in (None, kpt.VARIANT) for _, m, _ in plan) else None
-        self.ceiling_fs, self.ceiling_why = None, ""
+        self.ceiling_fs, self.ceiling_why = {}, {}  # per ceiling mode (CEILINGS)
 
     def say(self, msg):
         if self.rank == 0:
@@ -283,20 +293,26 @@ class Job:
         if mode == kpt.VARIANT:
             return kpt.KMount(mb.read_dir(self.src, node), self.mnt,
                               os.path.join(self.top, f"{stats_name}-rank{self.rank}.json"))
-        if mode == CEILING:
-            return CMount(os.path.join(self.top, f"ceiling{self.rank}"), ceiling_options(self.cfg), self.size,
-                          2 * self.sp["repeats"], self.timeout)
+        if mode in CEILINGS:
+            tag = "" if mode == CEILING else "-io_uring"
+            return CMount(os.path.join(self.top, f"ceiling{self.rank}{tag}"),
+                          ceiling_options(self.cfg) + CEILINGS[mode], self.size, 2 * self.sp["repeats"], self.timeout)
         o = dict(layout.fs_options(self.cfg, mode), timeout=int(self.timeout), **(extra or {}))
         return self.mpifuse.start(comm, mode, mb.read_dir(self.src, node), self.mnt, **o), o
 
     def start_ceiling(self):
-        """The FUSE ceiling, once per job before the first round (rank 1; see CMount)."""
-        if self.rank == 1 and any(m == CEILING for _, m, _ in self.plan):
+        """The FUSE ceilings (over /dev/fuse; over io_uring where asked), once per job before the first
+        round (rank 1; see CMount)."""
+        if self.rank == 1 and any(m == CEILING_URING or (x or {}).get("io_uring") for _, m, x in self.plan):
+            from tools.fuseceiling.ceiling import enable_uring
+            # where root may; whether each read went through the ring is in its stats (the report checks)
+            print(f"[fusespeed] rank 1: {enable_uring()}", flush=True)
+        for mode in [m for m in CEILINGS if any(m == pm for _, pm, _ in self.plan)] if self.rank == 1 else []:
             try:
-                self.ceiling_fs = self.start_fs(None, CEILING, 1)
-                atexit.register(self.ceiling_fs.stop)  # also when a later step fails (stop is idempotent)
+                self.ceiling_fs[mode] = self.start_fs(None, mode, 1)
+                atexit.register(self.ceiling_fs[mode].stop)  # also when a later step fails (stop is idempotent)
             except OSError as exc:
-                self.ceiling_why = f"file system did not start: {exc}"
+                self.ceiling_why[mode] = f"file system did not start: {exc}"
 
     # ---- 1. one node: every variant, dd and sha256sum ----
 
@@ -315,10 +331,10 @@ class Job:
         (fs, why it did not start)."""
         fs, why = None, ""
         try:
-            if mode == CEILING:
-                if self.ceiling_why:
-                    raise OSError(5, self.ceiling_why)
-                fs = self.ceiling_fs
+            if mode in CEILINGS:
+                if self.ceiling_why.get(mode):
+                    raise OSError(5, self.ceiling_why[mode])
+                fs = self.ceiling_fs[mode]
                 self.notes.setdefault(variant, {"options": {"fuseceiling": " ".join(fs.options)},
                                                 "like": CEILING_LIKE,
                                                 "system": "tools/fuseceiling (libfuse3 low-level, memory)"})
@@ -341,12 +357,12 @@ class Job:
         base = self.src["read"].format(node=1) if not mode else self.mnt
         # the ceiling serves its own preloaded file of the same size (no source behind it)
         try:
-            path, want = ((fs.next_file(), fs.sha) if mode == CEILING else
+            path, want = ((fs.next_file(), fs.sha) if mode in CEILINGS else
                           (os.path.join(base, info["rel"]), info["sha"]))
-            c_before = fs.stats() if mode == CEILING else None
+            c_before = fs.stats() if mode in CEILINGS else None
             # warm the source's page cache first, so both sides read the same cached source
             self.reader(DD, os.path.join(mb.read_dir(self.src, 1), info["rel"]))
-            kp = fs.pid if mode in (kpt.VARIANT, CEILING) else "self"
+            kp = fs.pid if mode in (kpt.VARIANT, *CEILINGS) else "self"
             c0, ch0 = kpt.cpu_s(kp), children_cpu()
             t0 = MPI.Wtime()
             r = self.reader(cmdf, path)
@@ -367,7 +383,7 @@ class Job:
                 st = fs.stats()
                 res["stats"] = st
                 res["server_read_requests"] = kpt.read_requests(st)
-            elif mode == CEILING:
+            elif mode in CEILINGS:
                 res["stats"] = {"fuseceiling": counters_delta(c_before, fs.stats())}
             elif fs:
                 res["stats"] = fs.stats()
@@ -385,7 +401,7 @@ class Job:
         mb.idle_barrier(self.world)
         if self.rank == 1 and not why:
             res, why = self.timed_read(info, variant, mode, fs, tool, cmdf)
-        if fs is not None and mode != CEILING:
+        if fs is not None and mode not in CEILINGS:
             fs.stop()
         mb.idle_barrier(self.world)
         res, why = self.world.bcast((res, why), root=1)
@@ -588,8 +604,8 @@ def main() -> int:
             for variant, mode in SOURCE_VARIANTS:
                 if variant in sp["variants"]:
                     job.source_bytes(rep, k, variant, mode)
-    if job.ceiling_fs is not None:
-        job.ceiling_fs.stop()
+    for cfs in job.ceiling_fs.values():
+        cfs.stop()
     for mode in idle_plan(job.plan) if sp["idle_s"] > 0 else []:
         job.idle(mode)
     job.finish(load_start, started_at)

@@ -41,3 +41,35 @@ def test_ceiling_and_map_variants_read_the_bytes_right(tmp_path):
     mp = [s["stats"] for s in rec["extra"]["fs_stats"] if s["variant"] == "osr-refined-map"]
     assert all(st["map_source"] is True and st["read_bytes"] >= 3 * 10**6 for st in mp), mp
     assert tag not in open("/proc/self/mounts").read()
+
+
+@pytest.mark.usefixtures("mpifuse_ready")
+def test_io_uring_variants_read_the_bytes_right_through_the_ring(tmp_path):
+    """Issue 30: refined OSR (also with map_source) and the ceiling over FUSE-over-io_uring, with the job's
+    n+1 ranks on this host (rank 1 reads, its callbacks wait on MPI for the other ranks' parts): every
+    sha256sum equals the source's, every read's stats say its requests went through the ring, and the
+    report's issue-30 rows come out of this raw file."""
+    from tools.fuseceiling.ceiling import URING_PARAM, enable_uring
+    enable_uring()
+    if not URING_PARAM.exists() or URING_PARAM.read_text().strip() != "Y":
+        pytest.skip("enable_uring is not Y here")
+    variants = ["native", "osr-refined", "osr-refined-io_uring", "osr-refined-map-io_uring", "fuse-ceiling",
+                "fuse-ceiling-io_uring"]
+    rec, cfg, tag = run_speed(tmp_path, {"size": "3MB", "nodes": [2], "repeats": 1, "idle_s": 0,
+                                         "variants": variants, "source": "scratch"}, "uring")
+    assert rec["extra"]["failures"] == []
+    ok = {m["labels"]["variant"]: m["value"] for m in rec["metrics"]
+          if m["metric"] == "hash_ok" and m["labels"]["tool"] == "sha256sum"}
+    assert ok == {v: 1 for v in variants}
+    from studies.fusespeed import report as sr
+    stats = [s for s in rec["extra"]["fs_stats"] if s["variant"].endswith("io_uring")]
+    assert len(stats) == 6 and not [sr.ring_not_used(s) for s in stats if sr.ring_not_used(s)]
+    for s in stats:
+        tr = (s["stats"].get("fuseceiling") or s["stats"])["transport"]
+        assert tr["transport"] == "io_uring" and tr["ring_reqs"] > 0 and tr["dev_rw_reqs"] == 0, (s["variant"], tr)
+    assert rec["extra"]["fs_options"]["osr-refined-io_uring"]["options"]["io_uring"] is True
+    t = sr.issue30(rec)
+    assert set(t.variant) == {"fuse-ceiling-io_uring", "osr-refined", "osr-refined-io_uring",
+                              "osr-refined-map-io_uring"}
+    assert (t.rounds == 1).all() and (t.failed == 0).all()
+    assert tag not in open("/proc/self/mounts").read()

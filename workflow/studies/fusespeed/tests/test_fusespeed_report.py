@@ -275,3 +275,88 @@ def test_measured_runs_are_fixtures_their_reports_regenerate(raw, tmp_path, monk
 
 def test_measured_fixtures_exist():
     assert len(MEASURED) >= 3, MEASURED  # the three issue-22 runs the READMEs quote
+
+
+# ----------------------------------------------------------------------------- issue 30: both transports
+def _ring(variant, tool, rep, ring=100, dev_rw=0, transport="io_uring", ceiling=False):
+    tr = {"transport": transport, "ring_reqs": ring, "dev_rw_reqs": dev_rw, "message": "m"}
+    st = {"fuseceiling": {"transport": tr}} if ceiling else {"transport": tr, "read_calls": 10}
+    return {"variant": variant, "tool": tool, "nodes": 1, "rep": rep, "stats": st}
+
+
+def _uring_stats(reps=3, bad=()):
+    out = []
+    for tool in ("dd", "sha256sum"):
+        for r in range(reps):
+            out.append(_ring("fuse-ceiling-io_uring", tool, r, ceiling=True))
+            used = ("osr-refined-io_uring", tool, r) not in bad
+            out.append(_ring("osr-refined-io_uring", tool, r, ring=100 if used else 0,
+                             transport="io_uring" if used else "dev-fuse"))
+    return out
+
+
+def _i30(ceil_u, osr_u, bad=()):
+    # native sha256sum 0.30/0.20/0.40, the ceiling over /dev/fuse 0.8x native in each round
+    thr = {**NATIVE, ("fuse-ceiling", "sha256sum"): [0.24, 0.16, 0.32], ("fuse-ceiling", "dd"): [3.2, 1.6, 6.4],
+           ("osr-refined", "sha256sum"): [0.228, 0.152, 0.304], ("osr-refined", "dd"): [2.0, 1.0, 4.0],
+           ("fuse-ceiling-io_uring", "sha256sum"): ceil_u, ("fuse-ceiling-io_uring", "dd"): [3.2, 1.6, 6.4],
+           ("osr-refined-io_uring", "sha256sum"): osr_u, ("osr-refined-io_uring", "dd"): [2.0, 1.0, 4.0]}
+    rec = record(thr, fs_stats=_uring_stats(bad=bad))
+    return sr.issue30(rec), rec
+
+
+def test_issue30_both_ceilings_composites_and_ratios():
+    # the ring's ceiling 0.9x native (moved 1.125x); OSR refined over it 0.855x native = 0.95x its ceiling
+    t, _ = _i30([0.27, 0.18, 0.36], [0.2565, 0.171, 0.342])
+    c = row(t, "fuse-ceiling-io_uring", "sha256sum")
+    assert [float(x) for x in c["x ceiling /dev/fuse"].split(" / ")] == pytest.approx([1.125] * 3, abs=0.006)
+    assert c["x native"] == "0.90 / 0.90 / 0.90"
+    o = row(t, "osr-refined-io_uring", "sha256sum")
+    assert o.transport == "io_uring" and o.rounds == 3
+    assert o["x ceiling io_uring"] == "0.95 / 0.95 / 0.95" and o["x ceiling /dev/fuse"] == "1.07 / 1.07 / 1.07"
+    # composite: 1/(1/0.3 + 1/0.27) = 0.1421 (median round); 0.2565 / 0.1421 = 1.805
+    assert o["composite io_uring GB/s"] == pytest.approx(1 / (1 / 0.30 + 1 / 0.27))
+    assert o["composite /dev/fuse GB/s"] == pytest.approx(1 / (1 / 0.30 + 1 / 0.24))
+    assert float(o["x composite io_uring"].split(" / ")[1]) == pytest.approx(0.2565 / (1 / (1 / 0.30 + 1 / 0.27)),
+                                                                               abs=0.006)
+    assert o.bound.startswith("io_uring: the FUSE path: 0.95x the FUSE ceiling, which itself reaches only 0.90x")
+    assert o.verdict == "not met"  # 0.855x native < 0.95
+    d = row(t, "osr-refined", "sha256sum")  # over /dev/fuse: 0.95x its ceiling (0.76x native)
+    assert d.transport == "dev-fuse" and d["x ceiling /dev/fuse"] == "0.95 / 0.95 / 0.95"
+    assert d.bound.startswith("dev-fuse: the FUSE path: 0.95x the FUSE ceiling, which itself reaches only 0.80x")
+
+
+def test_issue30_contradicting_data_moves_bound_and_verdict():
+    # the ring's ceiling at native and OSR refined over it at 0.5x: its own work bounds it, not FUSE's path
+    t, _ = _i30([0.30, 0.20, 0.40], [0.15, 0.10, 0.20])
+    o = row(t, "osr-refined-io_uring", "sha256sum")
+    assert o["x ceiling io_uring"] == "0.50 / 0.50 / 0.50"
+    assert o.bound.startswith("io_uring: the file system's own work: 0.50x the FUSE ceiling")
+    assert row(t, "fuse-ceiling-io_uring", "sha256sum")["x ceiling /dev/fuse"] == "1.25 / 1.25 / 1.25"
+    # above native: a measurement error, never met
+    t, _ = _i30([0.30, 0.20, 0.40], [0.33, 0.22, 0.44])
+    assert row(t, "osr-refined-io_uring", "sha256sum").verdict.startswith("measurement error")
+    # at 0.96x native: met
+    t, _ = _i30([0.30, 0.20, 0.40], [0.288, 0.192, 0.384])
+    assert row(t, "osr-refined-io_uring", "sha256sum").verdict == "met"
+
+
+def test_issue30_ring_not_used_is_a_failed_read():
+    t, rec = _i30([0.27, 0.18, 0.36], [0.2565, 0.171, 0.342], bad={("osr-refined-io_uring", "sha256sum", 1)})
+    o = row(t, "osr-refined-io_uring", "sha256sum")
+    assert o.rounds == 2 and o.failed == 1
+    f = sr.failures(rec)
+    why = f[(f.variant == "osr-refined-io_uring") & (f.tool == "sha256sum")].why.iloc[0]
+    assert "served through dev-fuse" in why and "ring_reqs 0" in why
+    assert sr.ring_not_used(_ring("osr-refined-io_uring", "dd", 0, dev_rw=3)).startswith("asked for io_uring")
+    assert sr.ring_not_used(_ring("osr-refined", "dd", 0, ring=0, transport="dev-fuse")) == ""
+
+
+def test_issue30_absent_without_io_uring_variants():
+    rec = record({**NATIVE, ("osr-refined", "sha256sum"): [0.2, 0.2, 0.2]})
+    assert not len(sr.issue30(rec))
+    text, _ = sr.report(rec)
+    assert "(no io_uring variant in this run" in text
+    t, rec = _i30([0.27, 0.18, 0.36], [0.2565, 0.171, 0.342])
+    text, _ = sr.report(rec)
+    assert "## Issue 30" in text and "| osr-refined-io_uring" in text.replace("[ours", "")
