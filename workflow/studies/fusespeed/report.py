@@ -13,9 +13,10 @@
   above 1.0 counted as measurement errors, CPU of reader and file system, what bounds it;
 * issue 30's table (where the run has the io_uring variants): refined OSR over /dev/fuse and over
   FUSE-over-io_uring beside both FUSE ceilings (over /dev/fuse and over io_uring) and the composite
-  limit each gives with native reading (1/composite = 1/native + 1/ceiling: the file system's read of
-  its source and the FUSE path, their per-byte costs added), per round: the ratio to each, what bounds
-  it; a read asked over io_uring whose stats show the ring unused is failed;
+  limit each gives with reading the source (1/composite = 1/native dd + 1/ceiling: the file system's
+  read of its page-cached source, at native dd's rate, and the FUSE path with the reader's own work, at
+  the ceiling's rate for the same tool, their per-byte costs added), per round: the ratio to each,
+  what bounds it; a read asked over io_uring whose stats show the ring unused is failed;
 * the per-request breakdown: FUSE requests the file system saw (count, mean size), time in its read
   path, MPI_Get, waits, copies where its counters have them, its CPU and the reader's;
 * idle CPU per rank (fraction of a core) with every file system mounted and nothing read;
@@ -331,8 +332,9 @@ def issue22(rec: dict, thr: pd.DataFrame) -> pd.DataFrame:
 
 
 def composite(native: float, ceiling: float) -> float:
-    """The file system's read of its source (native) and the FUSE path (the ceiling) on the same cores, their
-    per-byte costs added: 1/composite = 1/native + 1/ceiling."""
+    """The file system's read of its source (native dd: raw page-cache reading, no reader work) and the FUSE
+    path with the reader's own work (the ceiling, same tool) on the same cores, their per-byte costs added:
+    1/composite = 1/native + 1/ceiling."""
     return 1.0 / (1.0 / native + 1.0 / ceiling) if native > 0 and ceiling > 0 else float("nan")
 
 
@@ -347,6 +349,9 @@ def issue30(rec: dict) -> pd.DataFrame:
     if CEILING_URING not in have and not any(v.endswith(URING_SUFFIX) for v in have):
         return pd.DataFrame()
     rows = []
+    # the source read's rate: native dd of the same round (sha256sum's native rate is its hashing)
+    dd = df[(df.metric == "throughput") & (df.nodes == 1) & (df.tool == "dd") & (df.variant == "native")]
+    src = {int(r): x for r, x in zip(dd.rep, dd.value) if ("native", "dd", int(r)) not in failed}
     for tool in ("sha256sum", "dd"):
         one = df[(df.metric == "throughput") & (df.nodes == 1) & (df.tool == tool)]
         g = {(v, int(r)): x for v, r, x in zip(one.variant, one.rep, one.value) if (v, tool, int(r)) not in failed}
@@ -360,12 +365,15 @@ def issue30(rec: dict) -> pd.DataFrame:
                 continue
             transport = "io_uring" if v.endswith(URING_SUFFIX) else "dev-fuse"
             own_ceiling = CEILING_URING if transport == "io_uring" else CEILING
-            vals = {n: [] for n in ("x", "nat", "cd", "cu", "compd", "compu", "xn", "xcd", "xcu", "xkd", "xku",
-                                    "cn_own")}
+            vals = {n: [] for n in ("x", "nat", "src", "cd", "cu", "compd", "compu", "xn", "xcd", "xcu", "xkd",
+                                    "xku", "cn_own")}
             for r in reps:
                 x, nat, cd, cu = g.get((v, r)), g.get(("native", r)), g.get((CEILING, r)), g.get((CEILING_URING, r))
+                sr = src.get(r)
                 if x is None:
                     continue
+                if sr:
+                    vals["src"].append(sr)
                 vals["x"].append(x)
                 if nat:
                     vals["nat"].append(nat)
@@ -376,12 +384,12 @@ def issue30(rec: dict) -> pd.DataFrame:
                 if cu:
                     vals["cu"].append(cu)
                     vals["xcu"].append(x / cu)
-                if nat and cd:
-                    vals["compd"].append(composite(nat, cd))
-                    vals["xkd"].append(x / composite(nat, cd))
-                if nat and cu:
-                    vals["compu"].append(composite(nat, cu))
-                    vals["xku"].append(x / composite(nat, cu))
+                if sr and cd:
+                    vals["compd"].append(composite(sr, cd))
+                    vals["xkd"].append(x / composite(sr, cd))
+                if sr and cu:
+                    vals["compu"].append(composite(sr, cu))
+                    vals["xku"].append(x / composite(sr, cu))
                 own = g.get((own_ceiling, r))
                 if nat and own:
                     vals["cn_own"].append(own / nat)
@@ -389,6 +397,7 @@ def issue30(rec: dict) -> pd.DataFrame:
             row = {"path": variant_label(v, ours=True), "variant": v, "transport": transport, "tool": tool,
                    "rounds": len(vals["x"]), "failed": nf,
                    "variant GB/s": med(vals["x"]), "native GB/s": med(vals["nat"]),
+                   "source read (native dd) GB/s": med(vals["src"]),
                    "ceiling /dev/fuse GB/s": med(vals["cd"]), "ceiling io_uring GB/s": med(vals["cu"]),
                    "composite /dev/fuse GB/s": med(vals["compd"]), "composite io_uring GB/s": med(vals["compu"]),
                    "x native": _mmm(vals["xn"]), "x ceiling /dev/fuse": _mmm(vals["xcd"]),
@@ -692,9 +701,10 @@ def report(rec: dict, pub: pd.DataFrame | None = None) -> tuple[str, pd.DataFram
         "## Issue 30: over /dev/fuse and over FUSE-over-io_uring",
         "",
         ("Both FUSE ceilings (tools/fuseceiling with OSR refined's knobs, its requests read from /dev/fuse or "
-         "fetched from per-CPU io_uring queues, tools/fuseuring), the composite limit each gives with native "
-         "reading (1/composite = 1/native + 1/ceiling: the file system reads its source and serves the FUSE path "
-         "on the same cores, the two per-byte costs added) and refined OSR over each transport (libmpifuse -o "
+         "fetched from per-CPU io_uring queues, tools/fuseuring), the composite limit each gives with reading the "
+         "source (1/composite = 1/native dd + 1/ceiling of the same tool: the file system reads its page-cached "
+         "source at native dd's rate and the FUSE path carries the reader's own work at the ceiling's rate, on "
+         "the same cores, the two per-byte costs added) and refined OSR over each transport (libmpifuse -o "
          "io_uring), per round: the variant's throughput / each limit of the same round, min / median / max. "
          "The ceiling-over-io_uring row's 'x ceiling /dev/fuse' is how far the ceiling itself moved. A ratio "
          "above 1.0 of a composite means the two costs overlapped (two cores), not an error; above 1.0 of "

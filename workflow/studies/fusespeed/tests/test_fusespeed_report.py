@@ -314,11 +314,14 @@ def test_issue30_both_ceilings_composites_and_ratios():
     o = row(t, "osr-refined-io_uring", "sha256sum")
     assert o.transport == "io_uring" and o.rounds == 3
     assert o["x ceiling io_uring"] == "0.95 / 0.95 / 0.95" and o["x ceiling /dev/fuse"] == "1.07 / 1.07 / 1.07"
-    # composite: 1/(1/0.3 + 1/0.27) = 0.1421 (median round); 0.2565 / 0.1421 = 1.805
-    assert o["composite io_uring GB/s"] == pytest.approx(1 / (1 / 0.30 + 1 / 0.27))
-    assert o["composite /dev/fuse GB/s"] == pytest.approx(1 / (1 / 0.30 + 1 / 0.24))
-    assert float(o["x composite io_uring"].split(" / ")[1]) == pytest.approx(0.2565 / (1 / (1 / 0.30 + 1 / 0.27)),
-                                                                               abs=0.006)
+    # composite: the source read at native dd's rate (4.0 / 2.0 / 8.0) and the ceiling of the same tool, per
+    # round: 1/(1/4.0 + 1/0.27) = 0.2529 is the median round's; MemFS-like ratios 1.014 / 1.036 / 0.993
+    comp = [1 / (1 / d + 1 / c) for d, c in ((4.0, 0.27), (2.0, 0.18), (8.0, 0.36))]
+    assert o["composite io_uring GB/s"] == pytest.approx(sorted(comp)[1])
+    assert o["composite /dev/fuse GB/s"] == pytest.approx(1 / (1 / 4.0 + 1 / 0.24))
+    assert o["source read (native dd) GB/s"] == pytest.approx(4.0)
+    xs = sorted(x / c for x, c in zip((0.2565, 0.171, 0.342), comp))
+    assert [float(x) for x in o["x composite io_uring"].split(" / ")] == pytest.approx(xs, abs=0.006)
     assert o.bound.startswith("io_uring: the FUSE path: 0.95x the FUSE ceiling, which itself reaches only 0.90x")
     assert o.verdict == "not met"  # 0.855x native < 0.95
     d = row(t, "osr-refined", "sha256sum")  # over /dev/fuse: 0.95x its ceiling (0.76x native)
