@@ -41,7 +41,8 @@ STUDY = Study(
         "run_local": "about 5 min: one job (256 MB, nodes 1, 2, 4, 5 repeats, 8 variants, the idle window), "
         "estimated from a 6-variant 3-repeat run with the idle window (190 s at load 6-12); the three "
         "measured runs in tests/fixtures/ (n = 1, 7 variants, 5 repeats, no idle window) took 110-197 s at "
-        "load 2-12",
+        "load 2-12; about 7 min with the 3 io_uring variants config/local.yaml asks for (issue 30: 7 "
+        "variants, 3 repeats of 128 MB took 62 s at load 13-15)",
         "analysis_local": "< 1 min",
         "run_cluster": "one job of max(nodes)+1 = 5 nodes: 1 GB, 5 repeats, 8 variants, minutes",
     },
