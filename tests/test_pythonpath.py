@@ -24,10 +24,6 @@ LEFT = {
     # the engine's own process (Snakemake reading this checkout's Snakefile) with a caller's
     # PYTHONPATH naming another checkout: the rehearsal's and the tests' scratch copies
     "workflow/rules/common.smk": "the engine's head process",
-    # the storage stacks: being rewritten with the storage study (issue 29, parts 1-3)
-    "systems/ceph/stack.py": "storage stack, left to the storage change",
-    "systems/minio/stack.py": "storage stack, left to the storage change",
-    "systems/juicefs/stack.py": "storage stack, left to the storage change",
 }
 SKIP_DIRS = {".git", ".venv", "venv", "build", "node_modules", "target", "__pycache__", ".snakemake",
              "results", "tests", ".pytest_cache"}

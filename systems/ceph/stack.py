@@ -30,11 +30,9 @@ import sys
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from systems.storage_common.daemons import Stack, StackError  # noqa: E402
-from systems.storage_common import daemons as dm  # noqa: E402
-from systems.storage_common.s3 import S3Client  # noqa: E402
+from systems.storage_common.daemons import Stack, StackError
+from systems.storage_common import daemons as dm
+from systems.storage_common.s3 import S3Client
 
 DAEMON_BINARIES = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd", "mds": "ceph-mds",
                    "rgw": "radosgw", "fuse": "ceph-fuse"}

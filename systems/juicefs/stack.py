@@ -21,12 +21,10 @@ import shutil
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from systems.minio.stack import minio_binary, minio_version, new_credentials, start_minio  # noqa: E402
-from systems.storage_common.daemons import Stack, StackError  # noqa: E402
-from systems.storage_common import daemons as dm  # noqa: E402
-from systems.storage_common.s3 import S3Client  # noqa: E402
+from systems.minio.stack import minio_binary, minio_version, new_credentials, start_minio
+from systems.storage_common.daemons import Stack, StackError
+from systems.storage_common import daemons as dm
+from systems.storage_common.s3 import S3Client
 
 VOLUME = "repro"
 

@@ -26,11 +26,9 @@ import socket
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from systems.storage_common.daemons import Stack, StackError  # noqa: E402
-from systems.storage_common import daemons as dm  # noqa: E402
-from systems.storage_common.s3 import S3Client  # noqa: E402
+from systems.storage_common.daemons import Stack, StackError
+from systems.storage_common import daemons as dm
+from systems.storage_common.s3 import S3Client
 
 HERE = Path(__file__).resolve().parent
 STAND_IN = "stand-in:minio-on-posix-dir (for Lustre+MinIO)"

@@ -19,8 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def stack_cli(script: str, command: str, state: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run `systems/<script>` as a user would (a separate process: its daemons outlive it)."""
-    return subprocess.run([sys.executable, str(REPO / "systems" / script), command, "--state", str(state), *args],
+    """Run `systems/<script>` as a user would (a separate process: its daemons outlive it), as a module
+    (`python3 -m systems.<stack>.stack`: the project's Python path, no sys.path edit)."""
+    module = "systems." + script.removesuffix(".py").replace("/", ".")
+    return subprocess.run([sys.executable, "-m", module, command, "--state", str(state), *args],
                           capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 

@@ -169,8 +169,7 @@ def stack_args(cfg: dict, stack: str, state: Path, local: Path, pl: placement.Pl
 
 
 def stack_cmd(stack: str, command: str, state: Path, *args: str) -> list[str]:
-    return [sys.executable, str(REPO / "systems" / STACK_SCRIPT[stack] / "stack.py"), command,
-            "--state", str(state), *args]
+    return [sys.executable, "-m", f"systems.{STACK_SCRIPT[stack]}.stack", command, "--state", str(state), *args]
 
 
 def stack_status(stack: str, state: Path) -> str | None:
