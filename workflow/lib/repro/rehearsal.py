@@ -343,7 +343,7 @@ def judge_study(ws: Path, study: str, jobs: list[dict], node_names: set[str], *,
     slurm_failed = [f"job {j['job_id']} ({j['rule']} {j['wildcards']}): {j['state']} {j['exit_code']}"
                     for j in judged if j["state"] not in ("COMPLETED", "RUNNING", "PENDING")
                     and done.get((j["rule"], j["wildcards"]), 0) < int(j["job_id"])]
-    failed_jobs = [job_failure(j, by_job.get(j["job_id"], []), done) for j in judged
+    failed_jobs = [job_failure(j, by_job.get(j["job_id"], []), done, job_log_tail(ws, j)) for j in judged
                    if j["state"] not in ("COMPLETED", "RUNNING", "PENDING")]
     ev = []
     if dry_run_clean is False:
@@ -356,12 +356,29 @@ def judge_study(ws: Path, study: str, jobs: list[dict], node_names: set[str], *,
             "not_rehearsed": not_rehearsed(study)}
 
 
-def job_failure(job: dict, recs: list[tuple[str, dict]], done: dict) -> dict:
+def job_log_tail(ws: Path, job: dict, chars: int = 1500) -> str:
+    """For a failed job that wrote no failure record: the tail of the rule's own log (the `log:` its
+    Slurm log names; the job's error is there), else of the Slurm log itself; "" when neither exists."""
+    slurm_logs = sorted((ws / ".snakemake" / "slurm_logs").glob(f"rule_{job['rule']}/**/{job['job_id']}.log"))
+    if not slurm_logs:
+        return ""
+    text = slurm_logs[0].read_text(errors="replace")
+    for m in re.finditer(r"^\s+log: (\S+)", text, re.M):
+        rule_log = ws / m.group(1)
+        if rule_log.is_file() and rule_log.stat().st_size:
+            tail = rule_log.read_text(errors="replace")[-chars:]
+            return f"{m.group(1)}: ...{tail.strip()}" if tail.strip() else ""
+    return f"{slurm_logs[0].relative_to(ws)}: ...{text[-chars:].strip()}"
+
+
+def job_failure(job: dict, recs: list[tuple[str, dict]], done: dict, log_tail: str = "") -> dict:
     """One failed Slurm job, told apart (issue 27): ``lost_node`` (Slurm's NODE_FAIL, or a record
     that lost a rank or node), ``timeout`` / ``overload`` (past its limit; overloaded when the load
     per CPU measured at the failure was high), ``crash`` (a process died or a tool exited non-zero)
     or ``error``; with the evidence: the failure records' own kind and message, Slurm's state and
-    exit code, the nodes; and whether a later job of the same rule and wildcards completed it."""
+    exit code, the nodes; and whether a later job of the same rule and wildcards completed it. A job
+    that wrote no failure record is told by its log's tail (``log_tail``: its error is there), never
+    by an empty reason."""
     from repro import failures as rfail
 
     failures = [(r, rec) for r, rec in recs if rec.get("status") == "failed"]
@@ -376,14 +393,15 @@ def job_failure(job: dict, recs: list[tuple[str, dict]], done: dict) -> dict:
     else:
         code = job.get("exit_code", "")
         sig = code.split(":", 1)[1] if ":" in code else "0"
-        kind = rfail.slurm_kind(state)
+        kind = rfail.slurm_kind(state, rfail.classify(log_tail) if log_tail and not failures else "")
         if state not in rfail.SLURM_KINDS and sig not in ("0", ""):  # Slurm says a signal ended it
             kind = "crash"
     evidence = [f"Slurm: {state} exit {job.get('exit_code', '')} on {job.get('nodes') or job.get('nodelist')}"]
     evidence += [f"{r}: [{rec.get('failure_kind') or k}] {str(rec.get('failure') or '')[:400]}"
                  for (r, rec), k in zip(failures[:4], kinds[:4])]
     if not failures:
-        evidence.append("no failure record names this job (see its Slurm log under .snakemake/slurm_logs)")
+        evidence.append("no failure record names this job; its log: " + log_tail if log_tail else
+                        "no failure record names this job, and no log of it was found under .snakemake/slurm_logs")
     later = done.get((job["rule"], job["wildcards"]), 0)
     return {"job_id": job["job_id"], "rule": job["rule"], "wildcards": job["wildcards"], "state": state,
             "exit_code": job.get("exit_code", ""), "kind": kind, "evidence": evidence,

@@ -751,11 +751,24 @@ def main(argv=None) -> int:
         text = Path(a.config[1:]).read_text() if a.config.startswith("@") else a.config
         cfg = json.loads(text)
         say(f"fusegap rep {a.rep} -> {a.out} (load {fc.loadavg()})")
-        rec = run_job(cfg, a.rep)
+        from repro import rawio
+
+        try:
+            rec = run_job(cfg, a.rep)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            # the failure record beside the raw file (issue 27): what failed, the daemon's log tail, the load
+            why = str(exc).strip() or repr(exc)
+            say(f"FAILED rep {a.rep}: {why}")
+            if "raw" in Path(a.out).parts:  # a raw tree's file (not a scratch --out): its failure record
+                rawio.write_failure(a.out, rawio.new_record("memfs", "fusegap", {"rep": a.rep}, a.rep, "real", {}),
+                                    why)
+            return 1
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         tmp = a.out + ".tmp"
         Path(tmp).write_text(json.dumps(rec, indent=1, sort_keys=True))
         os.replace(tmp, a.out)
+        if "raw" in Path(a.out).parts:
+            rawio.clear_failure(a.out)
         return 0
     recs = [json.loads(Path(p).read_text()) for p in a.raw if Path(p).exists()]
     rows = run_rows(recs)

@@ -1,0 +1,34 @@
+"""A FUSE-gap job that fails writes a failure record beside its raw file (issue 27): the full rehearsal
+on a busy machine had memfs_fusegap_run fail (dd: Input/output error, MemFS: a stripe missing on a
+memcached server) with no record, so its reason was only in the job's log. Injected fault: the job's
+measurement raises as measure_fs does; the record holds the message, a kind and the load; a later
+success clears it."""
+
+from __future__ import annotations
+
+import json
+
+from repro import rawio
+
+from studies.memfs import fusegap
+
+WHY = ("memfs direct-io-stripe-1m read x8: dd if=/tmp/m/s7 of=/dev/null bs=1048576: rc=1: dd: error reading "
+       "'/tmp/m/s7': Input/output error; daemon log: memfs: stripe S/s7#4072.22 missing on 127.0.0.1:45183: EIO")
+
+
+def test_a_failed_job_leaves_a_record_saying_why_and_a_success_clears_it(tmp_path, monkeypatch):
+    out = tmp_path / "raw" / "fusegap" / "rep~0.json"
+
+    def fails(cfg, rep):
+        raise RuntimeError(WHY)
+
+    monkeypatch.setattr(fusegap, "run_job", fails)
+    assert fusegap.main(["run", "--rep", "0", "--config", "{}", "--out", str(out)]) == 1
+    assert not out.exists()
+    rec = json.loads(rawio.failure_path(out).read_text())
+    assert "Input/output error" in rec["failure"] and "missing on 127.0.0.1:45183" in rec["failure"]
+    assert rec["failure_kind"] in rawio.FAILURE_KINDS and rec["failure_load"]["ncpu"] >= 1
+    monkeypatch.setattr(fusegap, "run_job", lambda cfg, rep: {"rep": rep, "ok": True})
+    assert fusegap.main(["run", "--rep", "0", "--config", "{}", "--out", str(out)]) == 0
+    assert json.loads(out.read_text()) == {"rep": 0, "ok": True}
+    assert not rawio.failure_path(out).exists()
