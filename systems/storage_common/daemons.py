@@ -242,7 +242,7 @@ class Daemon:
                 _reap(pid)
                 time.sleep(0.05)
         if rec:
-            _kill_group_leftovers(rec[0])
+            _kill_group_leftovers(rec[0], rec[1])
         self.pidfile.unlink(missing_ok=True)
         return was
 
@@ -252,8 +252,16 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _kill_group_leftovers(pgid: int) -> None:
-    """Kill processes left in the daemon's process group after its leader ended."""
+def _kill_group_leftovers(pgid: int, started: str | None = None) -> None:
+    """Kill processes left in the daemon's process group after its leader ended -- unless the PID is
+    another process's now (a live process `pgid` with another start time than the daemon's, `started`):
+    its group is then that process's, not the daemon's (Linux reuses no PID while a group of that id
+    has members, so leftovers of ours never share it). With pid_max 32768 and a busy machine a PID
+    comes round within minutes: a stack's `down`, stopping a daemon that had already exited, killed the
+    group of a ceph-mon another stack had just started (the busy local run, 2026-11-29: mon.a died
+    at once, silently, in 4 ceph jobs)."""
+    if started is not None and pid_alive(pgid) and not pid_alive(pgid, started):
+        return
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue

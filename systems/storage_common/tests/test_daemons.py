@@ -147,3 +147,25 @@ def test_sigterm_during_up_cleans_up(tmp_path):
     assert p.returncode == 128 + 15, err
     assert "cleaning up" in err
     assert_nothing_left(tmp_path, {})
+
+
+def test_stop_of_a_dead_daemon_spares_the_group_of_a_process_that_reused_its_pid(tmp_path):
+    """pid_max is 32768 here: a PID comes round within minutes on a busy machine. A daemon that had
+    exited, whose PID file names a PID now leading another process's group, is stopped without
+    touching that group (the busy local run's ceph-mon was killed this way, silently)."""
+    other = subprocess.Popen(["sleep", "300"], start_new_session=True)  # a group leader, not ours
+    try:
+        time.sleep(0.2)
+        d = Daemon(tmp_path, "gone")
+        d.pidfile.parent.mkdir(parents=True)
+        from systems.storage_common.daemons import start_time
+
+        real = int(start_time(other.pid))
+        d.pidfile.write_text(f"{other.pid}\n{real - 1000}\n")  # our daemon's (earlier) start time
+        assert d.stop(timeout=1) is False  # not ours: not running as far as the daemon goes
+        time.sleep(0.2)
+        assert other.poll() is None, "the other process's group was killed"
+        assert not d.pidfile.exists()
+    finally:
+        other.kill()
+        other.wait()
