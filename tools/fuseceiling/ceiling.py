@@ -91,6 +91,16 @@ def enable_uring(param: str | os.PathLike = URING_PARAM) -> str:
     return f"enable_uring: set to {p.read_text().strip()} (was {cur}) in {p}"
 
 
+def uring_offered(param: str | os.PathLike = URING_PARAM) -> tuple[bool, str]:
+    """enable_uring() where this process may, then whether the kernel offers FUSE over io_uring (the
+    parameter reads Y): (offered, what enable_uring found or did)."""
+    msg = enable_uring(param)
+    try:
+        return Path(param).read_text().strip() == "Y", msg
+    except OSError:
+        return False, msg
+
+
 class Mount:
     """`with Mount(dir, opts) as m:` a fuseceiling mount at `dir` (run in the foreground, stopped by PID)."""
 

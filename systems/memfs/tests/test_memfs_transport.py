@@ -10,7 +10,7 @@ import pytest
 from memfs_helpers import payload, read_file, write_file
 from memfs_testlib import MEMFS
 
-from tools.fuseceiling.ceiling import URING_PARAM, enable_uring
+from tools.fuseceiling.ceiling import URING_PARAM, uring_offered
 
 
 def _built_with_uring() -> bool:
@@ -18,11 +18,8 @@ def _built_with_uring() -> bool:
 
 
 def _uring_or_skip():
-    print(enable_uring())  # root: switch the kernel's parameter on (what ./repro setup does)
-    try:
-        on = URING_PARAM.read_text().strip() == "Y"
-    except OSError:
-        on = False
+    on, msg = uring_offered()  # root: switch the kernel's parameter on (what ./repro setup does)
+    print(msg)
     if not on:
         pytest.skip(f"{URING_PARAM} is not Y here: the kernel does not offer FUSE over io_uring")
     if not _built_with_uring():

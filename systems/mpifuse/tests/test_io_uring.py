@@ -10,15 +10,11 @@ import pytest
 from mpifuse_testlib import LIB, SIZES, read_bytes
 from mpifuse_testlib import built, fsjob, source  # noqa: F401  (pytest fixtures)
 
-from tools.fuseceiling.ceiling import URING_PARAM, enable_uring
+from tools.fuseceiling.ceiling import URING_PARAM, uring_offered
 
 
 def _uring_or_skip():
-    enable_uring()  # root: what ./repro setup does
-    try:
-        on = URING_PARAM.read_text().strip() == "Y"
-    except OSError:
-        on = False
+    on, _ = uring_offered()  # root: what ./repro setup does
     if not on:
         pytest.skip(f"{URING_PARAM} is not Y here: the kernel does not offer FUSE over io_uring")
     with open(LIB, "rb") as f:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tools.fuseceiling import transports
-from tools.fuseceiling.ceiling import BIN, HERE, URING_PARAM, MiB, Mount, enable_uring, fuse_available
+from tools.fuseceiling.ceiling import BIN, HERE, URING_PARAM, MiB, Mount, enable_uring, fuse_available, uring_offered
 
 why = fuse_available()
 pytestmark = pytest.mark.skipif(why is not None, reason=why or "")
@@ -37,8 +37,8 @@ def uring_on():
     """enable_uring=Y where this process may, else skip with what was found."""
     if not _built_with_uring():
         pytest.skip("fuseceiling built without liburing (Debian: liburing-dev)")
-    msg = enable_uring()
-    if not URING_PARAM.exists() or URING_PARAM.read_text().strip() != "Y":
+    on, msg = uring_offered()
+    if not on:
         pytest.skip(msg)
     return msg
 
