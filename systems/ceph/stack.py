@@ -37,6 +37,9 @@ from systems.storage_common.s3 import S3Client
 DAEMON_BINARIES = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd", "mds": "ceph-mds",
                    "rgw": "radosgw", "fuse": "ceph-fuse"}
 HINT = "install the Debian packages in systems/ceph/debian-packages.txt"
+# free space a monitor's store, the daemons' logs and the benchmarks' objects need (the OSDs' block
+# files are sparse: they take what is written), in place of Ceph's own percentage (ceph_conf)
+MIN_FREE_GB = 2
 
 
 def ceph_conf(*, fsid: str, state: Path, data: Path, hosts: list[str], mon_ip: str, mon_port: int,
@@ -71,7 +74,12 @@ def ceph_conf(*, fsid: str, state: Path, data: Path, hosts: list[str], mon_ip: s
         "mon_allow_pool_size_one = true",
         "mon_allow_pool_delete = true",
         "mon_warn_on_pool_no_redundancy = false",
-        "mon_data_avail_warn = 5",
+        # Ceph refuses to start a monitor when its data file system has under 5% free (crit) and
+        # warns under 30%: a percentage of the disk, whatever its size -- a 252 GB disk with 12 GB
+        # free killed mon.a at once in CI and in the busy local run (2026-11-29). The monitor store
+        # is a few MB; `start` checks an absolute floor instead (MIN_FREE_GB), naming the path.
+        "mon_data_avail_crit = 0",
+        "mon_data_avail_warn = 0",
         f"run_dir = {run_dir}",
         f"admin_socket = {asok}",
         f"log_file = {log}/$name.log",
@@ -183,6 +191,13 @@ class CephStack(Stack):
         else:  # node-local data directories on every system node
             for h in hosts:
                 self.run(self.on_host(h, ["mkdir", "-p", str(data)]), f"data directory on {h}")
+        if loopback:
+            dm.require_free_disk(data, MIN_FREE_GB)
+        else:
+            for h in hosts:
+                out = self.run(self.on_host(h, ["df", "-B1", "--output=avail", str(data)]),
+                               f"free space of the data directory on {h}").stdout
+                dm.require_free_disk(data, MIN_FREE_GB, free=int(out.split()[-1]), host=h)
         fsid = str(uuid.uuid4())
         self.conf.write_text(ceph_conf(
             fsid=fsid, state=self.state, data=data, hosts=hosts, mon_ip=mon_ip, mon_port=a.mon_port,

@@ -257,9 +257,9 @@ def _kill_group_leftovers(pgid: int, started: str | None = None) -> None:
     another process's now (a live process `pgid` with another start time than the daemon's, `started`):
     its group is then that process's, not the daemon's (Linux reuses no PID while a group of that id
     has members, so leftovers of ours never share it). With pid_max 32768 and a busy machine a PID
-    comes round within minutes: a stack's `down`, stopping a daemon that had already exited, killed the
-    group of a ceph-mon another stack had just started (the busy local run, 2026-11-29: mon.a died
-    at once, silently, in 4 ceph jobs)."""
+    comes round within minutes: a stack's `down`, stopping a daemon that had already exited, would kill
+    the group of whatever process had taken its PID (suspected, wrongly, of the busy local run's mon.a
+    deaths of 2026-11-29: those were Ceph's 5%-free disk floor, see systems/ceph/stack.py)."""
     if started is not None and pid_alive(pgid) and not pid_alive(pgid, started):
         return
     for d in Path("/proc").iterdir():
@@ -271,6 +271,35 @@ def _kill_group_leftovers(pgid: int, started: str | None = None) -> None:
                 os.kill(int(d.name), signal.SIGKILL)
 
 
+def require_free_disk(path: Path, gb: float, free: int | None = None, host: str = "") -> None:
+    """Fail naming the path, the host and both sizes unless `path`'s file system has `gb` GiB free
+    (`free`, in bytes, when measured elsewhere -- by df on another host)."""
+    if free is None:
+        st = os.statvfs(path)
+        free = st.f_bavail * st.f_frsize
+    if free < gb * 2**30:
+        raise StackError(f"not enough free disk for {path}{' on ' + host if host else ''}: "
+                         f"{free / 2**30:.1f} GiB free, {gb:g} GiB needed")
+
+
+def died_because(log: Path) -> str:
+    """The line of a daemon's log that says why it ended: the first error-like line written since
+    its last start (Ceph writes `-1 error: ...`, Go and Python daemons `fatal`/`Error`/`Traceback`);
+    else the last non-empty line; '' without a log."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return ""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("=== ") and " start: " in line]
+    lines = [line.strip() for line in lines[starts[-1] + 1 if starts else 0:] if line.strip()]
+    pat = re.compile(r"(?i)(\s-1\s|\berror\b|\bfatal\b|\bpanic\b|traceback|\bfailed\b|\baborted\b)")
+    for line in lines:
+        if pat.search(line):
+            return line[:400]
+    return lines[-1][:400] if lines else ""
+
+
 def wait_until(what: str, check: Callable[[], bool], timeout: float, daemon: Daemon | None = None,
                interval: float = 0.2) -> None:
     """Poll `check` until true; fail at once if `daemon` died, or after `timeout` seconds."""
@@ -280,7 +309,8 @@ def wait_until(what: str, check: Callable[[], bool], timeout: float, daemon: Dae
             if check():
                 return
         if daemon is not None and not daemon.alive():
-            raise StackError(f"{daemon.name} died while waiting for {what}")
+            why = died_because(daemon.log)
+            raise StackError(f"{daemon.name} died while waiting for {what}" + (f": {why}" if why else ""))
         if time.monotonic() > deadline:
             raise StackError(f"timed out after {timeout:.0f} s waiting for {what}"
                              + (f" ({daemon.name})" if daemon else ""))

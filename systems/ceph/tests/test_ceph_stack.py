@@ -5,6 +5,7 @@ One cluster serves the S3, FUSE and health checks, then loses an OSD and must sa
 """
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -20,18 +21,70 @@ def ports():
     return ["--mon-port", str(free_port()), "--rgw-port", str(free_port())]
 
 
+def nearly_full_fs(where, size_gb=80, free_gb=3.2):
+    """A real ext4 file system (a sparse image on a loop device) with `free_gb` of `size_gb` free: 4%,
+    under Ceph's own 5% floor for a monitor's disk, yet room enough; None where loop devices are not
+    usable. The image stays a few MB: fallocate writes no data blocks."""
+    img, mnt = where / "disk.img", where / "mnt"
+    mnt.mkdir()
+    try:
+        subprocess.run(["truncate", "-s", f"{size_gb}G", str(img)], check=True)
+        subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1",
+                        str(img)], check=True, capture_output=True)
+        subprocess.run(["mount", "-o", "loop", str(img), str(mnt)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    stv = os.statvfs(mnt)
+    fill = stv.f_bavail * stv.f_frsize - int(free_gb * 2**30)
+    subprocess.run(["fallocate", "-l", str(fill), str(mnt / "fill")], check=True)
+    return mnt
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     state = tmp_path_factory.mktemp("ceph")
+    # the daemons' data on a disk Ceph would call nearly full (4% free): CI's and a busy machine's
+    # disks were (2026-11-29), and mon.a refused to start by its percentage
+    disk = nearly_full_fs(tmp_path_factory.mktemp("disk"))
+    data = ["--data", str(disk / "data")] if disk else []
     # one OSD: with two on 2 busy cores, PGs were seen stuck "laggy" (read leases) for minutes
-    info = st.up_ok(SCRIPT, state, "--osd-size-gb", "4", "--health-timeout", "150", *ports())
-    yield state, info
-    res = st.stack_cli(SCRIPT, "down", state)
-    assert res.returncode == 0, res.stderr
+    try:
+        info = st.up_ok(SCRIPT, state, "--osd-size-gb", "4", "--health-timeout", "150", *data, *ports())
+        yield state, info, disk
+        res = st.stack_cli(SCRIPT, "down", state)
+        assert res.returncode == 0, res.stderr
+    finally:
+        if disk:
+            subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_daemons_run_on_a_disk_ceph_calls_nearly_full(cluster):
+    """Ceph refuses a monitor whose disk has under 5% free, whatever its size; the stack sets an
+    absolute floor instead (MIN_FREE_GB). Fails without it: mon.a dies at once."""
+    state, info, disk = cluster
+    if disk is None:
+        pytest.skip("no loop device here: the cluster ran on the test's own disk")
+    stv = os.statvfs(disk)
+    assert stv.f_bavail / stv.f_blocks < 0.05
+    assert "mon.a" in json.loads(st.stack_cli(SCRIPT, "status", state).stdout)["live"]
+    assert (disk / "data" / "mon.a" / "store.db").is_dir()
+
+
+def test_a_disk_under_the_floor_is_refused_by_name_before_anything_starts(tmp_path):
+    disk = nearly_full_fs(tmp_path, size_gb=4, free_gb=0.5)
+    if disk is None:
+        pytest.skip("no loop device here")
+    try:
+        res = st.stack_cli(SCRIPT, "up", tmp_path / "state", "--data", str(disk / "data"), *ports())
+        assert res.returncode != 0
+        assert f"not enough free disk for {disk / 'data'}: 0.5 GiB free, 2 GiB needed" in res.stderr
+        assert not list((tmp_path / "state" / "run").glob("*.pid"))
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
 
 
 def test_up_reports_running_versions_and_health(cluster):
-    state, info = cluster
+    state, info, _ = cluster
     assert info["system_kind"] == "real"
     assert info["versions"]["ceph-osd"].startswith("ceph version 16.2.")
     assert sum(info["versions"]["running"]["osd"].values()) == 1
@@ -47,12 +100,12 @@ def test_up_reports_running_versions_and_health(cluster):
 
 
 def test_s3_objects_read_back_byte_for_byte(cluster):
-    state, _ = cluster
+    state, _, _ = cluster
     st.s3_roundtrip(st.s3_client(state), "repro-ceph")
 
 
 def test_cephfs_files_read_back_and_live_in_rados(cluster):
-    state, info = cluster
+    state, info, _ = cluster
     mnt = info["endpoints"]["mount"]
     with open("/proc/self/mountinfo") as f:
         assert any(line.split()[4] == mnt and "ceph-fuse" in line for line in f), "not a ceph-fuse mount"
@@ -64,7 +117,7 @@ def test_cephfs_files_read_back_and_live_in_rados(cluster):
 
 
 def test_killed_osd_makes_status_fail_and_down_leaves_nothing(cluster):
-    state, info = cluster
+    state, info, _ = cluster
     st.kill_daemon(state, "osd.0")
     res = st.stack_cli(SCRIPT, "status", state)
     assert res.returncode != 0

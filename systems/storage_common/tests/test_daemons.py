@@ -16,8 +16,11 @@ from systems.storage_common.daemons import (
     locks_under,
     main,
     pid_alive,
+    died_because,
     port_free,
+    require_free_disk,
     require_port_free,
+    wait_port,
     unmount,
 )
 from systems.storage_common.testing import REPO, assert_nothing_left, occupy_port, processes_mentioning
@@ -169,3 +172,40 @@ def test_stop_of_a_dead_daemon_spares_the_group_of_a_process_that_reused_its_pid
     finally:
         other.kill()
         other.wait()
+
+
+CEPH_MON_LOG = """\
+=== 2026-11-28T23:59:00+00:00 start: ceph-mon -c old.conf -f -i a
+2026-11-28T23:59:01.000+0000 7f -1 error: an older start's failure, not this one's
+=== 2026-11-29T00:00:41.260185+00:00 start: where.py run mon.a.where.json -- ceph-mon -c ceph.conf -f -i a
+2026-11-29T00:00:41.333+0000 7f7749e8e640  0 ceph version 16.2.15 (618f4408) pacific (stable), process ceph-mon, pid 517
+2026-11-29T00:00:41.333+0000 7f7749e8e640 -1 error: monitor data filesystem reached concerning levels of available \
+storage space (available: 5% 15 GiB)
+you may adjust 'mon data avail crit' to a lower value to make this go away (default: 5%)
+"""
+
+
+def test_a_daemon_that_died_says_why_in_the_error(tmp_path):
+    """Copied from the busy local run's mon.a.log (2026-11-29), where the failure read only 'mon.a died
+    while waiting for ...': the reason is the first error line since the daemon's last start."""
+    log = tmp_path / "mon.a.log"
+    log.write_text(CEPH_MON_LOG)
+    assert died_because(log).startswith("2026-11-29T00:00:41.333+0000 7f7749e8e640 -1 error: monitor data filesystem")
+    log.write_text("=== x start: y\nlistening\nbye\n")
+    assert died_because(log) == "bye"  # no error-like line: the last one
+    assert died_because(tmp_path / "none.log") == ""
+    # a real daemon that writes its reason and exits: wait_port's error carries the line
+    d = Daemon(tmp_path, "db")
+    d.start(["sh", "-c", "echo starting; echo 'db: fatal: cannot open /nonexistent/db.dat' >&2; exit 1"])
+    with pytest.raises(StackError) as e:
+        wait_port(d, port=1, timeout=10)
+    assert str(e.value).startswith("db died while waiting for 127.0.0.1:1 to accept connections: ")
+    assert str(e.value).endswith("db: fatal: cannot open /nonexistent/db.dat")
+
+
+def test_free_disk_floor_names_the_path_and_both_sizes(tmp_path):
+    require_free_disk(tmp_path, 0.001)
+    with pytest.raises(StackError, match=rf"not enough free disk for {tmp_path}: [0-9.]+ GiB free, 1e\+06 GiB needed"):
+        require_free_disk(tmp_path, 1e6)
+    with pytest.raises(StackError, match=rf"for {tmp_path} on n3: 1.0 GiB free, 2 GiB needed"):
+        require_free_disk(tmp_path, 2, free=2**30, host="n3")
