@@ -346,6 +346,31 @@ def fs_streams(root: Path, stats, op, bs, streams, per_stream, prefix, daemon_pi
     return r
 
 
+MC_STATS = ("curr_items", "total_items", "bytes", "limit_maxbytes", "evictions", "reclaimed",
+            "slab_reassign_evictions_nomem", "slab_reassign_rescues", "expired_unfetched", "evicted_unfetched",
+            "curr_connections", "rejected_connections")
+
+
+def memcached_stats(server: str, timeout: float = 2.0) -> str:
+    """One server's counters that say whether it dropped items (evictions, slab moves without memory,
+    expiries) -- what a 'stripe missing' needs beside it; or why they could not be read."""
+    host, port = server.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+            sock.sendall(b"stats\r\n")
+            buf = b""
+            while not buf.endswith(b"END\r\n"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+    except OSError as e:
+        return f"{server}: stats unreadable ({e})"
+    got = dict(line.split()[1:3] for line in buf.decode(errors="replace").splitlines()
+               if line.startswith("STAT ") and len(line.split()) >= 3)
+    return f"{server}: " + " ".join(f"{k}={got[k]}" for k in MC_STATS if k in got)
+
+
 def measure_fs(kind, variant, binaries, servers, T, ops, S, per_stream, base: Path, prefix,
                server_pids=(), memfs_base=()) -> list[dict]:
     """Write (then read back, if asked) S files of per_stream bytes through a fresh mount."""
@@ -367,7 +392,9 @@ def measure_fs(kind, variant, binaries, servers, T, ops, S, per_stream, base: Pa
                                server_pids if kind == "memfs" else ())
             except RuntimeError as exc:  # the daemon's own words with the failure
                 log = m.output() if kind == "memfs" else m.stderr()
-                raise RuntimeError(f"{kind} {variant['name']} {op} x{S}: {exc}; daemon log: {log[-1500:]}") from None
+                mc = "; memcached: " + "; ".join(memcached_stats(a) for a in servers) if kind == "memfs" else ""
+                raise RuntimeError(f"{kind} {variant['name']} {op} x{S}: {exc}; "
+                                   f"daemon log: {log[-1500:]}{mc}") from None
             if op in ops:
                 r.update(system=kind, variant=variant["name"], options=opts, transport=transport,
                          base_variant=variant.get("base", variant["name"]),

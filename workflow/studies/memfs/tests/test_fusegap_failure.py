@@ -32,3 +32,32 @@ def test_a_failed_job_leaves_a_record_saying_why_and_a_success_clears_it(tmp_pat
     assert fusegap.main(["run", "--rep", "0", "--config", "{}", "--out", str(out)]) == 0
     assert json.loads(out.read_text()) == {"rep": 0, "ok": True}
     assert not rawio.failure_path(out).exists()
+
+
+def test_a_memfs_failure_carries_each_memcached_servers_drop_counters():
+    """A 'stripe missing' needs the servers' own word beside it: did one evict, move a slab without
+    memory, expire? memcached_stats reads them from a real server, and says so when it cannot."""
+    import shutil
+    import subprocess
+    import time
+
+    import pytest
+
+    from tools.common import free_port
+
+    if not shutil.which("memcached"):
+        pytest.skip("memcached not installed")
+    port = free_port()
+    mc = subprocess.Popen(["memcached", "-U", "0", "-l", "127.0.0.1", "-p", str(port), "-m", "64", "-M", "-u", "root"])
+    try:
+        for _ in range(100):
+            text = fusegap.memcached_stats(f"127.0.0.1:{port}")
+            if "unreadable" not in text:
+                break
+            time.sleep(0.05)
+        assert text.startswith(f"127.0.0.1:{port}: curr_items=0 ")
+        assert "evictions=0" in text and "slab_reassign_evictions_nomem=" in text and "limit_maxbytes=67108864" in text
+    finally:
+        mc.kill()
+        mc.wait()
+    assert fusegap.memcached_stats(f"127.0.0.1:{port}").startswith(f"127.0.0.1:{port}: stats unreadable (")
