@@ -143,3 +143,74 @@ def test_a_failure_of_a_many_file_job_records_every_file(tmp_path):
     # a one-record experiment given two paths is refused, recorded as a failure of both
     assert RUN.main(["ok", "--config", '{"scale": 1}', "--params", '{"x": 1}', "--out", *outs]) == 1
     assert not any(os.path.exists(p) for p in outs)
+
+
+SWEEP = runner.Experiments("toy")
+
+
+@SWEEP.experiment("sweep")
+def _sweep(ctx):
+    """One record per size (its own params and path); size 2 fails alone; size 3 is not an output
+    (ctx.beside) and is refused; "die" fails the whole job after the records were made; "refuse" is
+    refused before anything runs. A log directory is kept beside every failure record."""
+    if ctx.params.get("refuse"):
+        raise runner.Refused("set site.key first")
+    ctx.logs.append(ctx.inputs["logs"])
+    ctx.beside.append(ctx.outs[0].replace("size~1", "size~3"))
+    recs = {}
+    for path in ctx.outs + ctx.beside:
+        size = int(path.split("size~")[1].split("/")[0])
+        rec = ctx.record(params={"size": size}, out=path)
+        rec["metrics"] = [rawio.metric("size", float(size), "B")]
+        recs[path] = runner.RunFailed(f"size {size} refused", rec) if size >= 2 else rec
+    if ctx.params.get("die"):
+        raise runner.RunFailed("the server died")
+    if ctx.params.get("only_beside_fails"):
+        recs = {p: r for p, r in recs.items() if "size~2" not in p}
+        recs[ctx.outs[1]] = ctx._records[ctx.outs[1]]
+    return recs
+
+
+def _sweep_argv(tmp_path, **params):
+    outs = [str(tmp_path / f"raw/size~{s}/rep~0.json") for s in (1, 2)]
+    return outs, ["sweep", "--config", "{}", "--params", json.dumps(params), "--out", *outs,
+                  "--input", f"logs={tmp_path / 'daemon'}"]
+
+
+def test_one_configuration_of_many_fails_alone_and_beside_records_do_not_fail_the_job(tmp_path):
+    (tmp_path / "daemon").mkdir()
+    (tmp_path / "daemon/server.log").write_text("bind: address in use\n")
+    outs, argv = _sweep_argv(tmp_path)
+    refused = outs[0].replace("size~1", "size~3")
+    assert SWEEP.main(argv) == 1  # size 2 is an output and failed
+    assert rawio.read(outs[0])["params"] == {"size": 1} and not os.path.exists(outs[1])
+    for path, size in ((outs[1], 2), (refused, 3)):
+        rec = json.loads(rawio.failure_path(path).read_text())
+        assert rec["failure"] == f"size {size} refused" and rec["params"] == {"size": size}
+        assert rawio.value(rec, "size") == float(size)
+        assert (rawio.logs_path(path) / "server.log").read_text() == "bind: address in use\n"
+    assert not rawio.failure_path(outs[0]).exists()
+    # every output recorded, only the configuration beside them refused: the job passed
+    outs, argv = _sweep_argv(tmp_path, only_beside_fails=True)
+    assert SWEEP.main(argv) == 0
+    assert rawio.read(outs[1])["params"] == {"size": 2} and not rawio.failure_path(outs[1]).exists()
+    assert rawio.failure_path(refused).exists() and not os.path.exists(refused)
+
+
+def test_a_whole_job_failure_records_each_configuration_at_its_own_path(tmp_path):
+    outs, argv = _sweep_argv(tmp_path, die=True)
+    assert SWEEP.main(argv) == 1
+    for path, size in zip(outs, (1, 2)):
+        rec = json.loads(rawio.failure_path(path).read_text())
+        assert rec["failure"] == "the server died" and rec["params"] == {"size": size}
+    assert not rawio.failure_path(outs[0].replace("size~1", "size~3")).exists()  # beside: never asked for
+
+
+def test_a_refused_job_exits_2_and_records_nothing(tmp_path, capsys):
+    outs, argv = _sweep_argv(tmp_path, refuse=True)
+    assert SWEEP.main(argv) == 2
+    assert "set site.key first" in capsys.readouterr().err
+    assert not (tmp_path / "raw").exists() and not (tmp_path / "failed").exists()
+    with pytest.raises(SystemExit):
+        SWEEP.main(["sweep", "--config", "{}", "--out", outs[0], "--input", "nothing"])
+    assert "--input takes NAME=PATH" in capsys.readouterr().err
