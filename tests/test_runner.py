@@ -151,8 +151,9 @@ SWEEP = runner.Experiments("toy")
 @SWEEP.experiment("sweep")
 def _sweep(ctx):
     """One record per size (its own params and path); size 2 fails alone; size 3 is not an output
-    (ctx.beside) and is refused; "die" fails the whole job after the records were made; "refuse" is
-    refused before anything runs. A log directory is kept beside every failure record."""
+    (ctx.beside) and is refused as expected (or not: "unexpected"); "die" fails the whole job after
+    the records were made; "refuse" is refused before anything runs. A log directory is kept beside
+    every failure record."""
     if ctx.params.get("refuse"):
         raise runner.Refused("set site.key first")
     ctx.logs.append(ctx.inputs["logs"])
@@ -162,7 +163,8 @@ def _sweep(ctx):
         size = int(path.split("size~")[1].split("/")[0])
         rec = ctx.record(params={"size": size}, out=path)
         rec["metrics"] = [rawio.metric("size", float(size), "B")]
-        recs[path] = runner.RunFailed(f"size {size} refused", rec) if size >= 2 else rec
+        recs[path] = (runner.RunFailed(f"size {size} refused", rec, expected=not ctx.params.get("unexpected"))
+                      if size >= 2 else rec)
     if ctx.params.get("die"):
         raise runner.RunFailed("the server died")
     if ctx.params.get("only_beside_fails"):
@@ -195,6 +197,10 @@ def test_one_configuration_of_many_fails_alone_and_beside_records_do_not_fail_th
     assert SWEEP.main(argv) == 0
     assert rawio.read(outs[1])["params"] == {"size": 2} and not rawio.failure_path(outs[1]).exists()
     assert rawio.failure_path(refused).exists() and not os.path.exists(refused)
+    # a configuration beside the outputs that failed other than as expected fails the job
+    outs, argv = _sweep_argv(tmp_path, only_beside_fails=True, unexpected=True)
+    assert SWEEP.main(argv) == 1
+    assert rawio.read(outs[1])["params"] == {"size": 2} and rawio.failure_path(refused).exists()
 
 
 def test_a_whole_job_failure_records_each_configuration_at_its_own_path(tmp_path):

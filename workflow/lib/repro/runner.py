@@ -42,8 +42,9 @@ What the entry point gives every experiment:
   job, SIGTERM included, records it at its own path). One configuration of many that failed: its
   value in the returned dict is a ``RunFailed(why, record)`` (its failure record; the job exits 1).
   Configurations the job runs that are not outputs (sent to show that a system refuses them): their
-  paths in ``ctx.beside``; a record or ``RunFailed`` returned for one is written the same way, but
-  its failure does not fail the job and no record for it is asked for.
+  paths in ``ctx.beside``; a record or ``RunFailed`` returned for one is written the same way, no
+  record for one is asked for, and ``RunFailed(why, record, expected=True)`` there (the refusal it
+  was run to show) does not fail the job; any other failure does.
 - ``ctx.logs``: files or directories (their ``*.log``) that every failure record of the run keeps
   beside it (``repro.rawio.keep_logs``): a daemon's logs from a state directory that is gone by then.
 - ``Refused(why)``: the job cannot run as configured here (an unedited site setting): exit 2 and no
@@ -74,13 +75,14 @@ class RunFailed(Exception):
     """The run measured something wrong (a failed check, a dead server): record it as failed."""
 
     def __init__(self, why: str, record: dict | None = None, records: dict | None = None,
-                 kind: str | None = None, rc: int | None = None):
+                 kind: str | None = None, rc: int | None = None, expected: bool = False):
         super().__init__(why)
         self.why = why
         self.record = record
         self.records = records
         self.kind = kind  # one of repro.rawio.FAILURE_KINDS, or None: classified from why (and rc)
         self.rc = rc      # the returncode of the process that failed, where there was one
+        self.expected = expected  # a configuration beside the outputs run to show this failure
 
 
 class Terminated(Exception):
@@ -198,8 +200,8 @@ class Experiments:
         try:
             rec = self._fns[ctx.experiment](ctx)
         except RunFailed as exc:
-            return self._failed(ctx, exc.record or ctx._record, exc.why, records=exc.records, kind=exc.kind,
-                                proc_rc=exc.rc)
+            records = exc.records or ({p: exc.record for p in ctx.outs} if exc.record else None)
+            return self._failed(ctx, ctx._record, exc.why, records=records, kind=exc.kind, proc_rc=exc.rc)
         except Refused as exc:
             ctx.progress(f"REFUSED: {exc}")
             print(f"{self.study} {ctx.experiment}: {exc}", file=sys.stderr, flush=True)
@@ -233,7 +235,7 @@ class Experiments:
             if isinstance(one, RunFailed):  # this configuration failed, the others stand
                 self._write_failure(ctx, path, one.record or ctx._records.get(path) or ctx._record, one.why,
                                     one.kind, one.rc)
-                failed += [path] if path in ctx.outs else []
+                failed += [path] if path in ctx.outs or not one.expected else []
                 continue
             rawio.clear_failure(path)
             rawio.write_json_atomic(path, rawio.finish(one))
@@ -241,7 +243,7 @@ class Experiments:
         if missing:
             return self._failed(ctx, ctx._record, "the run wrote no record for it", outs=missing)
         if failed:
-            print(f"{self.study} {ctx.experiment}: FAILED: {len(failed)} of {len(ctx.outs)} raw file(s)",
+            print(f"{self.study} {ctx.experiment}: FAILED: {len(failed)} configuration(s) of {len(rec)}",
                   file=sys.stderr, flush=True)
             return 1
         ctx.progress(f"done: {len(rec)} raw file(s), {ctx.outs[0]}{' ...' if len(rec) > 1 else ''}")

@@ -86,11 +86,19 @@ rule serverless_site_check:
 # ended: each rule is made in a function (_sl_run_rule), its shell string a literal, what differs per
 # rule coming in through params.
 # Every run job (and the site check they wait for) gets run_json: the section without its x-judging keys.
+# The command is the run contract (repro.runner): the experiment, --params (from the wildcards),
+# --rep, the named inputs and --out {output}.
 
 
-def _sl_args(fmt):
-    """params.args of a run rule: the command's arguments, ``fmt`` filled from the wildcards and inputs."""
-    return lambda wildcards, input: fmt.format(wildcards=wildcards, input=input)
+def _sl_args(experiment, params, inputs=()):
+    """params.args of a run rule: the experiment, its --params JSON (``params(wildcards)``), --rep and
+    ``--input NAME=PATH`` for each named input."""
+
+    def args(wildcards, input):
+        text = f"{experiment} --params {shlex.quote(json.dumps(params(wildcards)))} --rep {wildcards.rep}"
+        return text + "".join(f" --input {n}={shlex.quote(str(input[n]))}" for n in inputs)
+
+    return args
 
 
 SL_RUN_RULES = (
@@ -109,8 +117,11 @@ SL_RUN_RULES = (
             },
             "system_nodes": lambda wc: 0 if wc.platform == "baseline" else int(wc.instances),
             "inputs": {"images": SL_IMAGES_DIR},
-            "args": "--workload image --variant {wildcards.variant} --platform {wildcards.platform}"
-            " --instances {wildcards.instances} --rep {wildcards.rep} --images {input.images}",
+            "args": _sl_args(
+                "image",
+                lambda wc: {"variant": wc.variant, "platform": wc.platform, "instances": int(wc.instances)},
+                inputs=("images",),
+            ),
         }
     ]
     + [
@@ -123,8 +134,10 @@ SL_RUN_RULES = (
             "constraints": {"variant": "parallel|single", "instances": r"[0-9]+"},
             "system_nodes": lambda wc: int(wc.instances),
             "inputs": {},
-            "args": "--workload bytes --variant {wildcards.variant} --platform " + p
-            + " --instances {wildcards.instances} --rep {wildcards.rep}",
+            "args": _sl_args(
+                "bytes",
+                lambda wc, p=p: {"variant": wc.variant, "platform": p, "instances": int(wc.instances)},
+            ),
         }
         for p in PLATFORMS_BYTES
     ]
@@ -137,7 +150,7 @@ SL_RUN_RULES = (
             "constraints": {},
             "system_nodes": 1,
             "inputs": {},
-            "args": f"--workload limit --variant {v}" + " --rep {wildcards.rep}",
+            "args": _sl_args("limit", lambda wc, v=v: {"variant": v}),
         }
         for v in ("echo", "iperf3")
     ]
@@ -167,9 +180,10 @@ def _sl_run_rule(r):
         params:
             exec=sl_exec(),
             cfg=lambda wc: run_json("serverless"),
-            args=_sl_args(r["args"]),
+            args=r["args"],
         shell:
-            "{params.exec} python3 -m studies.serverless.run --config {params.cfg} {params.args} > {log} 2>&1"
+            "{params.exec} python3 -m studies.serverless.run {params.args} --config {params.cfg} --out {output}"
+            " > {log} 2>&1"
 
 
 for _sl_r in SL_RUN_RULES:

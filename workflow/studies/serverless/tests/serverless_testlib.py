@@ -26,6 +26,41 @@ def section(local: bool = True, **overrides) -> dict:
     return {**v["serverless"], "judging_scale": v["judging_scale"]}
 
 
+def outs(cfg: dict, experiment: str, params: dict, rep: int = 0) -> list[str]:
+    """A run job's --out, as its rule gives it: layout.py's raw paths (a sweep: every declared size)."""
+    from studies.serverless import layout
+
+    if experiment == "image":
+        return [layout.raw_path(layout.image_params(params["variant"], params["platform"], params["instances"]), rep)]
+    if experiment == "bytes":
+        return layout.bytes_job_outputs(cfg, params["variant"], params["platform"], params["instances"], rep)
+    return layout.limit_outputs(cfg, params["variant"], rep)
+
+
+def run_argv(cfg: dict, experiment: str, rep: int = 0, inputs: dict | None = None, **params) -> list[str]:
+    """The run contract's arguments of one job (what the run rule's command passes)."""
+    import json
+
+    argv = [experiment, "--config", json.dumps(cfg), "--params", json.dumps(params), "--rep", str(rep),
+            "--out", *outs(cfg, experiment, params, rep)]
+    return argv + (["--input", *(f"{k}={v}" for k, v in inputs.items())] if inputs else [])
+
+
+def run_job(ws, cfg: dict, experiment: str, rep: int = 0, inputs: dict | None = None, env: dict | None = None,
+            **params):
+    """`python3 -m studies.serverless.run` as the run rule calls it, in the workspace ``ws``."""
+    import os
+    import subprocess
+    import sys
+
+    from repro import pythonpath
+
+    env = dict(env if env is not None else os.environ, PYTHONPATH=pythonpath.value(REPO, ""))
+    return subprocess.run([sys.executable, "-m", "studies.serverless.run",
+                           *run_argv(cfg, experiment, rep, inputs, **params)],
+                          cwd=ws, env=env, capture_output=True, text=True, timeout=120)
+
+
 KIND = {"openfaas": "stand-in:openfaas-watchdog", "nuclio-cpp": "stand-in:nuclio-cpp-shell",
         "nuclio-go": "stand-in:nuclio-go-inprocess", "baseline": "stand-in:baseline-direct-exec",
         "echo": "stand-in:echo-loopback", "iperf3": "stand-in:iperf3-loopback"}

@@ -8,8 +8,6 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -17,7 +15,6 @@ import pytest
 import serverless_testlib as tl
 from studies.serverless import cluster_shape, layout
 
-from repro import pythonpath
 from repro import rawio
 
 FIX = Path(__file__).resolve().parent / "fixtures"
@@ -93,12 +90,6 @@ class _Echo(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _run(ws, cfg, env, *args):
-    env = dict(env, PYTHONPATH=pythonpath.value(tl.REPO, ""))
-    return subprocess.run([sys.executable, "-m", "studies.serverless.run", "--config", json.dumps(cfg), *args],
-                          cwd=ws, env=env, capture_output=True, text=True, timeout=120)
-
-
 def test_every_cluster_record_carries_the_shape_and_the_drivers_cores(tmp_path):
     """mode kubernetes, a fake kubectl reporting the site fixture, an echo server on 127.0.0.2 (not the
     loopback name the site check refuses): the limit job's records carry the mismatch and the cores."""
@@ -111,7 +102,7 @@ def test_every_cluster_record_carries_the_shape_and_the_drivers_cores(tmp_path):
                          limit={"iperf_host": "10.0.0.5", "echo_url": f"http://127.0.0.2:{srv.server_port}/",
                                 "exponents": [10], "requests": 4, "concurrency": 2})
         env = dict(os.environ, REPRO_KUBECTL=str(_fake_kubectl(tmp_path, "kubectl-nodes-site.json")))
-        p = _run(tmp_path, cfg, env, "--workload", "limit", "--variant", "echo", "--rep", "0")
+        p = tl.run_job(tmp_path, cfg, "limit", env=env, variant="echo")
         assert p.returncode == 0, p.stdout + p.stderr
         assert "cluster shape: 4 nodes expected, 3 ready" in p.stdout
         rec = rawio.read(tmp_path / layout.raw_path(layout.limit_echo_params(1024), 0))
@@ -128,8 +119,8 @@ def test_a_baseline_wider_than_the_driver_fails(tmp_path):
     standin.make_test_images(tmp_path / "imgs", 2, size=32, small_size=24)
     cores = len(os.sched_getaffinity(0))
     cfg = tl.section(repeats=1, images={"count": 2, "size": 32, "small_size": 24})
-    p = _run(tmp_path, cfg, os.environ, "--workload", "image", "--variant", "processing", "--platform", "baseline",
-             "--instances", str(cores + 1), "--rep", "0", "--images", str(tmp_path / "imgs"))
+    p = tl.run_job(tmp_path, cfg, "image", inputs={"images": str(tmp_path / "imgs")}, variant="processing",
+                   platform="baseline", instances=cores + 1)
     assert p.returncode == 1
     raw = layout.raw_path(layout.image_params("processing", "baseline", cores + 1), 0)
     rec = rawio.read(tmp_path / rawio.failure_path(raw))

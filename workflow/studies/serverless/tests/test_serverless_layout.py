@@ -3,7 +3,6 @@ and the plans: the full cluster matrix and the local one, with the study switche
 
 from __future__ import annotations
 
-import json
 import re
 
 import serverless_testlib as tl
@@ -111,7 +110,7 @@ def test_a_cluster_run_with_unedited_placeholders_stops_first_naming_the_keys(sn
     import sys
 
     cfg = tl.section(local=False)
-    job = subprocess.run([sys.executable, "-m", "studies.serverless.run", "--config", json.dumps(cfg),
-                          "--workload", "limit", "--variant", "iperf3", "--rep", "0"],
+    job = subprocess.run([sys.executable, "-m", "studies.serverless.run", *tl.run_argv(cfg, "limit", variant="iperf3")],
                          capture_output=True, text=True, cwd=workspace, timeout=60)
     assert job.returncode == 2 and "serverless.limit.iperf_host" in job.stderr
+    assert not (workspace / "results/serverless/failed").exists()  # refused: nothing was measured

@@ -113,9 +113,9 @@ def test_an_iperf3_limit_between_nodes_is_not_labelled_loopback(tmp_path, monkey
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(iperf, "run_iperf3", fake_iperf3)
-    monkeypatch.setattr(run, "_ALLOC", [_alloc(2)])
+    monkeypatch.setattr(allocation, "current", lambda: _alloc(2))
     cfg = tl.section(limit={"iperf_host": "127.0.0.1"})
-    assert run.run_limit(cfg, "iperf3", 0) == (1 if fails else 0)
+    assert run.RUN.main(tl.run_argv(cfg, "limit", variant="iperf3")) == (1 if fails else 0)
     raw = tmp_path / run.layout.raw_path(run.layout.limit_iperf_params(), 0)
     rec = rawio.read(rawio.failure_path(raw) if fails else raw)
     assert rec["system_kind"] == "stand-in:iperf3-between-nodes", rec["system_kind"]
@@ -152,8 +152,8 @@ def test_an_echo_limit_between_nodes_is_not_labelled_loopback(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(standin, "EchoServer", Echo)
     monkeypatch.setattr(fd, "run", no_answer)
-    monkeypatch.setattr(run, "_ALLOC", [_alloc(2)])
+    monkeypatch.setattr(allocation, "current", lambda: _alloc(2))
     cfg = tl.section(limit={"exponents": [10, 20]})
-    assert run.run_limit(cfg, "echo", 0) == 1
+    assert run.RUN.main(tl.run_argv(cfg, "limit", variant="echo")) == 1
     recs = [rawio.read(p) for p in (tmp_path / "results/serverless/failed").rglob("*.json")]
     assert len(recs) == 2 and {r["system_kind"] for r in recs} == {"stand-in:echo-between-nodes"}

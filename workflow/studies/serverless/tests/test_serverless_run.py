@@ -5,14 +5,10 @@ a job failure; a run without its test images fails loudly with a failure record.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 import serverless_testlib as tl
-from repro import pythonpath
 from repro import rawio, testing
 from studies.serverless import aggregate, analysis, layout
 from studies.serverless import claims as sc
@@ -35,12 +31,6 @@ def _cfg():
                       limit={"exponents": [10, 21, 22], "requests": 12, "concurrency": 8, "iperf_seconds": 1})
 
 
-def _run(ws, cfg, *args):
-    env = dict(os.environ, PYTHONPATH=pythonpath.value(tl.REPO, ""))
-    return subprocess.run([sys.executable, "-m", "studies.serverless.run", "--config", json.dumps(cfg), *args],
-                          cwd=ws, env=env, capture_output=True, text=True, timeout=120)
-
-
 @pytest.fixture(scope="module")
 def tiny(built, tmp_path_factory):
     ws = tmp_path_factory.mktemp("sl")
@@ -51,11 +41,10 @@ def tiny(built, tmp_path_factory):
             ("bytes", "single", "openfaas", 1), ("bytes", "parallel", "nuclio-cpp", 2)]
     out = {}
     for w, v, p, n in runs:
-        extra = ["--images", str(ws / "imgs")] if w == "image" else []
-        out[(w, v, p)] = _run(ws, cfg, "--workload", w, "--variant", v, "--platform", p, "--instances", str(n),
-                              "--rep", "0", *extra)
+        inputs = {"images": str(ws / "imgs")} if w == "image" else None
+        out[(w, v, p)] = tl.run_job(ws, cfg, w, inputs=inputs, variant=v, platform=p, instances=n)
     for v in ("echo", "iperf3"):
-        out[("limit", v)] = _run(ws, cfg, "--workload", "limit", "--variant", v, "--rep", "0")
+        out[("limit", v)] = tl.run_job(ws, cfg, "limit", variant=v)
     return ws, cfg, out
 
 
@@ -144,8 +133,8 @@ def _write(ws, df):
 def test_missing_images_fail_loudly(built, tmp_path):
     cfg = _cfg()
     (tmp_path / "none").mkdir()
-    p = _run(tmp_path, cfg, "--workload", "image", "--variant", "processing", "--platform", "openfaas",
-             "--instances", "1", "--rep", "0", "--images", str(tmp_path / "none"))
+    p = tl.run_job(tmp_path, cfg, "image", inputs={"images": str(tmp_path / "none")}, variant="processing",
+                   platform="openfaas", instances=1)
     assert p.returncode == 1
     raw = layout.raw_path(layout.image_params("processing", "openfaas", 1), 0)
     assert not (tmp_path / raw).exists()
@@ -155,8 +144,10 @@ def test_missing_images_fail_loudly(built, tmp_path):
 
 def test_a_platform_that_cannot_start_says_why_and_its_log_is_kept(built, tmp_path, monkeypatch):
     """An injected fault, a real faas-standin: it cannot bind an address this host does not have. The
-    error names how it ended and the log's own words; a failure record written after it keeps the
-    platform's log beside it (the platform's state directory is gone by then)."""
+    error names how it ended and the log's own words. A sweep whose platform cannot start (the same
+    fault inside run.py's Platform): every output size gets a failure record with its own params, each
+    keeping the platform's log beside it (the platform's state directory is gone by then); the size
+    beside the outputs (refused by design, never sent) gets none."""
     from studies.serverless import run
 
     state = tmp_path / "platform"
@@ -165,12 +156,19 @@ def test_a_platform_that_cannot_start_says_why_and_its_log_is_kept(built, tmp_pa
     why = str(err.value)
     assert "faas-standin up --kind openfaas exited 1 before it was ready" in why
     assert "cannot assign requested address" in why and "standin.log ends:" in why
+    real = standin.LocalPlatform
+    monkeypatch.setattr(standin, "LocalPlatform", lambda *a, **kw: real(*a, **{**kw, "listen": "203.0.113.7"}))
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(run, "_SAVED_LOGS", [])
-    run._save_logs(state)
-    raw = layout.raw_path(layout.image_params("processing", "openfaas", 1), 0)
-    rec = rawio.new_record("serverless", "image", layout.image_params("processing", "openfaas", 1), 0, "real", {})
-    run._fail(raw, rec, f"StandInError: {why}")
-    got = rawio.read(rawio.failure_path(raw))
-    assert got["failure_kind"] == "crash" and "cannot assign requested address" in got["failure"]
-    assert "bind: cannot assign" in (rawio.logs_path(raw) / "standin.log").read_text()
+    cfg = _cfg()
+    job = {"variant": "parallel", "platform": "nuclio-go", "instances": 2}
+    assert run.RUN.main(tl.run_argv(cfg, "bytes", **job)) == 1
+    outs = tl.outs(cfg, "bytes", job)
+    assert [int(o.split("size~")[1].split("/")[0]) for o in outs] == [1024, 2 * MiB]
+    for raw, size in zip(outs, (1024, 2 * MiB)):
+        assert not os.path.exists(raw)
+        got = rawio.read(rawio.failure_path(raw))
+        assert got["failure_kind"] == "crash" and "cannot assign requested address" in got["failure"]
+        assert got["params"] == layout.bytes_params("parallel", "nuclio-go", 2, size)
+        assert "bind: cannot assign" in (rawio.logs_path(raw) / "standin.log").read_text()
+    refused = layout.raw_path(layout.bytes_params("parallel", "nuclio-go", 2, 4 * MiB), 0)
+    assert not rawio.failure_path(refused).exists() and not os.path.exists(refused)
