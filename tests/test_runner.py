@@ -220,3 +220,77 @@ def test_a_refused_job_exits_2_and_records_nothing(tmp_path, capsys):
     with pytest.raises(SystemExit):
         SWEEP.main(["sweep", "--config", "{}", "--out", outs[0], "--input", "nothing"])
     assert "--input takes NAME=PATH" in capsys.readouterr().err
+
+
+LAUNCHED = runner.Experiments("toy")
+AFTER_CLEANED = []
+
+
+@LAUNCHED.experiment("staged")
+def _staged(ctx):
+    """An MPI-like job: each configuration settled as it finishes; "crash_at" dies in that one (the
+    settled ones stand), "fail_at" settles a failure and goes on."""
+    for i, path in enumerate(ctx.outs):
+        rec = ctx.record(params={"i": i}, out=path)
+        if ctx.params.get("crash_at") == i:
+            raise OSError("the file system hung")
+        rec["metrics"] = [rawio.metric("i", float(i), "count")]
+        ctx.settle(path, runner.RunFailed("wrong hash", rec) if ctx.params.get("fail_at") == i else rec)
+    return {}
+
+
+@LAUNCHED.after("staged")
+def _staged_after(ctx, rc):
+    AFTER_CLEANED.append((ctx.tag, rc))
+    for i, path in enumerate(ctx.outs):
+        ctx.record(params={"i": i}, out=path)["extra"] = {"job_tag": ctx.tag}
+
+
+def _staged_argv(tmp_path, n=3, **params):
+    outs = [str(tmp_path / f"raw/i~{i}/rep~0.json") for i in range(n)]
+    return outs, ["staged", "--config", "{}", "--params", json.dumps(params), "--tag", "t-1", "--out", *outs]
+
+
+def test_settled_configurations_stand_when_the_job_fails_later(tmp_path):
+    outs, argv = _staged_argv(tmp_path)
+    assert LAUNCHED.main(argv) == 0 and [rawio.value(rawio.read(p), "i") for p in outs] == [0.0, 1.0, 2.0]
+    outs, argv = _staged_argv(tmp_path / "crash", crash_at=1)
+    assert LAUNCHED.main(argv) == 1
+    assert rawio.read(outs[0])["params"] == {"i": 0} and not rawio.failure_path(outs[0]).exists()
+    for i in (1, 2):  # the one that crashed and the one never reached: each with its own params
+        rec = json.loads(rawio.failure_path(outs[i]).read_text())
+        assert rec["failure"] == "OSError: the file system hung" and not os.path.exists(outs[i])
+    assert json.loads(rawio.failure_path(outs[1]).read_text())["params"] == {"i": 1}
+    outs, argv = _staged_argv(tmp_path / "fail", fail_at=0)
+    assert LAUNCHED.main(argv) == 1  # a settled failure fails the job; the others are results
+    assert json.loads(rawio.failure_path(outs[0]).read_text())["failure"] == "wrong hash"
+    assert [os.path.exists(p) for p in outs] == [False, True, True]
+    with pytest.raises(ValueError, match="not one of this job's raw files"):
+        runner.Context("toy", "staged", {}, {}, 0, outs).settle(str(tmp_path / "elsewhere.json"), {})
+
+
+def test_after_a_killed_launcher_every_unfinished_configuration_says_why(tmp_path, capsys):
+    outs, argv = _staged_argv(tmp_path)
+    done = rawio.new_record("toy", "staged", {"i": 0}, 0, "real")
+    done["metrics"] = [rawio.metric("i", 0.0, "count")]
+    rawio.write_json_atomic(outs[0], rawio.finish(done))
+    rawio.write_failure(outs[1], rawio.new_record("toy", "staged", {"i": 1}, 0, "real"), "wrong hash")
+    log = tmp_path / "job.log"
+    log.write_text("[toy] started\nprterun noticed that process rank 2 with PID 77 on node n1 exited on signal 9"
+                   " (Killed).\nmore output\n")
+    AFTER_CLEANED.clear()
+    assert LAUNCHED.main(argv + ["--after", "0", "--log", str(log)]) == 0
+    assert AFTER_CLEANED == [("t-1", 0)] and not rawio.failure_path(outs[2]).exists()  # rc 0: clean-up only
+    assert LAUNCHED.main(argv + ["--after", "137", "--log", str(log)]) == 0  # the rule exits with rc itself
+    assert AFTER_CLEANED[-1] == ("t-1", 137)
+    assert rawio.read(outs[0])["status"] == "ok"  # a result and an earlier failure record are left alone
+    assert json.loads(rawio.failure_path(outs[1]).read_text())["failure"] == "wrong hash"
+    rec = json.loads(rawio.failure_path(outs[2]).read_text())
+    assert rec["params"] == {"i": 2} and rec["extra"] == {"job_tag": "t-1", "launcher_rc": 137, "log": str(log)}
+    assert "exit status 137" in rec["failure"] and "rank 2 with PID 77" in rec["failure"]
+    assert "more output" not in rec["failure"] and rec["failure_kind"] in rawio.FAILURE_KINDS
+    assert "1 failure record(s) written" in capsys.readouterr().err
+    # no log: it says so, never an empty reason
+    os.unlink(rawio.failure_path(outs[2]))
+    assert LAUNCHED.main(argv + ["--after", "1"]) == 0
+    assert json.loads(rawio.failure_path(outs[2]).read_text())["failure"].endswith("says: (no log named)")

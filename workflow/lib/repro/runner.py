@@ -47,6 +47,15 @@ What the entry point gives every experiment:
   was run to show) does not fail the job; any other failure does.
 - ``ctx.logs``: files or directories (their ``*.log``) that every failure record of the run keeps
   beside it (``repro.rawio.keep_logs``): a daemon's logs from a state directory that is gone by then.
+- ``ctx.settle(path, value)``: one configuration recorded now (a record, or a ``RunFailed``), not
+  when the experiment returns -- an MPI job that may be aborted later keeps what it finished; the
+  job's own failure records no settled path again.
+- a job launched by an MPI launcher (``mpirun``/``srun`` starts the experiment on every rank):
+  ``--tag NAME`` (``ctx.tag``) names the job's scratch directories the same in all its processes;
+  after the launcher ended, the same command with ``--after RC --log LOG`` runs the experiment's
+  ``@RUN.after`` clean-up (leftover mounts, directories) and, when RC is not 0, gives every
+  ``--out`` that has neither a raw file nor a failure record one: the launcher's exit status and
+  what its log says (``launcher_evidence``: the lines that say why it ended, else its last ones).
 - ``Refused(why)``: the job cannot run as configured here (an unedited site setting): exit 2 and no
   record -- nothing was measured, and a failure record would say the configuration failed.
 - the failure's kind (``failure_kind`` in the record, ``repro.rawio.classify``): ``RunFailed(why,
@@ -60,6 +69,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -67,6 +78,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from collections.abc import Callable
+from pathlib import Path
 
 from repro import cli, rawio
 
@@ -105,9 +117,12 @@ class Context:
     inputs: dict[str, str] = field(default_factory=dict)
     beside: list[str] = field(default_factory=list)
     logs: list = field(default_factory=list)
+    tag: str = ""
     started: float = field(default_factory=time.monotonic)
     _record: dict | None = None
     _records: dict[str, dict] = field(default_factory=dict)
+    _settled: dict[str, bool] = field(default_factory=dict)  # path -> it failed (ctx.settle)
+    _settle: Callable | None = None
 
     @property
     def out(self) -> str:
@@ -127,6 +142,16 @@ class Context:
             self._records[str(out)] = self._record
         return self._record
 
+    def settle(self, path: str, value) -> None:
+        """Record one configuration now (a record, or a RunFailed): written as the job's return would
+        write it, and never recorded again by the job's own failure (see the module's text)."""
+        path = str(path)
+        if path not in self.outs and path not in self.beside:
+            raise ValueError(f"settle: {path} is not one of this job's raw files")
+        if self._settle is None:
+            raise RuntimeError("settle: the experiment does not run inside Experiments.run")
+        self._settle(path, value)
+
     def progress(self, text: str) -> None:
         print(f"[{self.study} {self.experiment} rep {self.rep}] +{time.monotonic() - self.started:.1f}s {text}",
               flush=True)
@@ -137,6 +162,7 @@ class Experiments:
         self.study = study
         self._fns: dict[str, Callable[[Context], dict | None]] = {}
         self._kinds: dict[str, str] = {}
+        self._afters: dict[str, Callable[[Context, int], None]] = {}
 
     def experiment(self, name: str, system_kind: str = "real"):
         """Declare an experiment; system_kind is its records' (real, model or stand-in:<what>)."""
@@ -145,6 +171,17 @@ class Experiments:
                 raise ValueError(f"experiment {name!r} declared twice")
             self._fns[name] = fn
             self._kinds[name] = system_kind
+            return fn
+        return register
+
+    def after(self, name: str):
+        """Declare an experiment's clean-up after its launcher ended (``--after RC``): fn(ctx, rc) removes
+        what a killed job left behind and may make each raw file's record (ctx.record(params=, out=)),
+        which the failure record of a configuration that never finished then carries."""
+        def register(fn):
+            if name not in self._fns:
+                raise ValueError(f"after({name!r}): no such experiment (declare it first)")
+            self._afters[name] = fn
             return fn
         return register
 
@@ -162,6 +199,12 @@ class Experiments:
         ap.add_argument("--out", nargs="+", help="the raw file(s) this run writes")
         ap.add_argument("--input", nargs="+", default=[], metavar="NAME=PATH",
                         help="the job's input files by name (ctx.inputs)")
+        ap.add_argument("--tag", default="", help="a name unique to this job, the same in all its processes "
+                        "(MPI ranks, the --after step): its scratch directories (ctx.tag)")
+        ap.add_argument("--after", type=int, default=None, metavar="RC",
+                        help="after the launcher exited with RC: clean up, and a failure record for every "
+                        "--out it left without a record")
+        ap.add_argument("--log", default="", help="with --after: the launcher's log (why it ended)")
         ap.add_argument("--list", action="store_true", help="print the experiments and exit")
         return ap
 
@@ -184,7 +227,9 @@ class Experiments:
         if bad:
             ap.error(f"--input takes NAME=PATH: {bad}")
         ctx = Context(self.study, args.experiment, cli.load_config(args.config), params, args.rep, list(args.out),
-                      self._kinds[args.experiment], inputs=dict(i.split("=", 1) for i in args.input))
+                      self._kinds[args.experiment], inputs=dict(i.split("=", 1) for i in args.input), tag=args.tag)
+        if args.after is not None:
+            return self.after_launcher(ctx, args.after, args.log)
         return self.run(ctx)
 
     def run(self, ctx: Context) -> int:
@@ -196,6 +241,7 @@ class Experiments:
 
         for s in previous:
             signal.signal(s, _stop)
+        ctx._settle = lambda path, value: self._write_one(ctx, path, value)
         ctx.progress("start " + json.dumps(ctx.params, sort_keys=True))
         try:
             rec = self._fns[ctx.experiment](ctx)
@@ -230,29 +276,65 @@ class Experiments:
         unknown = sorted(set(rec) - set(ctx.outs) - set(ctx.beside))
         if unknown:
             return self._failed(ctx, None, f"records for paths not asked for: {unknown}")
-        failed = []
         for path, one in rec.items():
-            if isinstance(one, RunFailed):  # this configuration failed, the others stand
-                self._write_failure(ctx, path, one.record or ctx._records.get(path) or ctx._record, one.why,
-                                    one.kind, one.rc)
-                failed += [path] if path in ctx.outs or not one.expected else []
-                continue
-            rawio.clear_failure(path)
-            rawio.write_json_atomic(path, rawio.finish(one))
-        missing = [p for p in ctx.outs if p not in rec]
+            self._write_one(ctx, path, one)
+        failed = [p for p, bad in ctx._settled.items() if bad]
+        missing = [p for p in ctx.outs if p not in ctx._settled]
         if missing:
             return self._failed(ctx, ctx._record, "the run wrote no record for it", outs=missing)
         if failed:
-            print(f"{self.study} {ctx.experiment}: FAILED: {len(failed)} configuration(s) of {len(rec)}",
+            print(f"{self.study} {ctx.experiment}: FAILED: {len(failed)} configuration(s) of {len(ctx._settled)}",
                   file=sys.stderr, flush=True)
             return 1
-        ctx.progress(f"done: {len(rec)} raw file(s), {ctx.outs[0]}{' ...' if len(rec) > 1 else ''}")
+        n = len(ctx._settled)
+        ctx.progress(f"done: {n} raw file(s), {ctx.outs[0]}{' ...' if n > 1 else ''}")
+        return 0
+
+    def _write_one(self, ctx: Context, path: str, one) -> None:
+        """One configuration's record (or its RunFailed: a failure record) at its path; kept in
+        ctx._settled (whether it fails the job)."""
+        if isinstance(one, RunFailed):  # this configuration failed, the others stand
+            self._write_failure(ctx, path, one.record or ctx._records.get(path) or ctx._record, one.why,
+                                one.kind, one.rc)
+            ctx._settled[path] = path in ctx.outs or not one.expected
+            return
+        rawio.clear_failure(path)
+        rawio.write_json_atomic(path, rawio.finish(one))
+        ctx._settled[path] = False
+
+    def after_launcher(self, ctx: Context, rc: int, log: str = "") -> int:
+        """``--after RC``: the experiment's clean-up, then a failure record for every raw file the job
+        left with neither a record nor a failure record (RC not 0: a lost rank, an abort, the time
+        limit), saying RC and what the launcher's log says. Exit 0: the rule exits with RC itself."""
+        hook = self._afters.get(ctx.experiment)
+        if hook is not None:
+            try:
+                hook(ctx, rc)
+            except Exception as exc:  # noqa: BLE001 -- the failure records below matter more
+                traceback.print_exc()
+                print(f"{self.study} {ctx.experiment}: after: clean-up failed: {exc!r}", file=sys.stderr, flush=True)
+        if rc == 0:
+            return 0
+        evidence, kind = launcher_evidence(log, rc)
+        n = 0
+        for path in ctx.outs:
+            if os.path.exists(path) or os.path.exists(rawio.failure_path(path)):
+                continue
+            rec = dict(ctx._records.get(path) or rawio.new_record(self.study, ctx.experiment, ctx.params, ctx.rep,
+                                                                  ctx.system_kind, {}))
+            rec["extra"] = {**(rec.get("extra") or {}), "launcher_rc": rc, "log": log or ""}
+            why = (f"the job ended with exit status {rc} before this configuration finished; "
+                   f"the launcher's log ({log or 'not named'}) says: {evidence}")
+            rawio.write_failure(path, rec, why, kind)
+            n += 1
+        print(f"{self.study} {ctx.experiment}: after the launcher (exit status {rc}): {n} failure record(s) "
+              f"written for configurations it did not finish", file=sys.stderr, flush=True)
         return 0
 
     def _failed(self, ctx: Context, rec: dict | None, why: str, rc: int = 1, records: dict | None = None,
                 outs: list[str] | None = None, kind: str | None = None, proc_rc: int | None = None) -> int:
         why = (why or "").strip() or f"{ctx.experiment} failed without saying why"
-        for path in outs or ctx.outs:
+        for path in [p for p in outs or ctx.outs if p not in ctx._settled]:
             self._write_failure(ctx, path, (records or {}).get(path) or ctx._records.get(path) or rec, why, kind,
                                 proc_rc)
         print(f"{self.study} {ctx.experiment}: FAILED: {why}", file=sys.stderr, flush=True)
@@ -266,3 +348,28 @@ class Experiments:
         written = rawio.write_failure(path, rec, why, kind, rc=proc_rc)
         kept = rawio.keep_logs(path, ctx.logs) if ctx.logs else None
         ctx.progress(f"FAILED: {why} (record: {written}{f'; logs: {kept}' if kept else ''})")
+
+
+# lines of a launcher's log that say why a job ended: a crash, a lost node or rank, a timeout, an abort
+_EVIDENCE = re.compile(r"caught signal|segmentation fault|signal \d+|core dumped|killed by|node fail|\blost\b|"
+                       r"unreachable|timed out|timeout:|time limit|MPI_ABORT|abort|FATAL|error|exited|"
+                       r"non-zero exit", re.I)
+
+
+def launcher_evidence(log: str | None, rc: int) -> tuple[str, str]:
+    """(the lines of the launcher's log that say why the job ended -- else its last lines, else that
+    there is no log --, the failure's kind: repro.rawio.classify of those lines and the exit status;
+    a job that ended non-zero with nothing recognisable is a crash)."""
+    try:
+        lines = [x.rstrip() for x in Path(log).read_text(errors="replace").splitlines() if x.strip()] if log else []
+    except OSError as exc:
+        lines, missing = [], f"(its log {log} could not be read: {exc.strerror})"
+    else:
+        missing = "(no log named)" if not log else "(its log is empty)"
+    hits = [x for x in lines if _EVIDENCE.search(x)]
+    if len(hits) > 9:  # the first lines (the cause) and the last (how it ended)
+        hits = hits[:6] + ["..."] + hits[-3:]
+    text = " | ".join(hits or lines[-5:]) or missing
+    text = text if len(text) <= 3000 else text[:2000] + " ... " + text[-1000:]
+    kind = rawio.classify(text, rc)
+    return text, ("crash" if kind == "error" and rc else kind)
