@@ -7,7 +7,7 @@
 #
 # Everything goes through the project's own code: the config is config/config.yaml's inference section
 # (device cuda, threads 0, the paper's sizes; shortened by gpu_check.py config), models prepared by
-# repro_inference.prepare_torch, measured by studies.inference.run (--what raw_rate / serve), which
+# repro_inference.prepare_torch, measured by studies.inference.run (raw_rate / serve jobs), which
 # writes the study's raw and failure records under results/inference/ (in a scratch dir), each with
 # the device it measured and the GPU samples. OUTDIR gets gpu.csv (gpu_check.py summary), the records
 # as a tarball, the log, and nvidia-smi's view.
@@ -91,22 +91,30 @@ if [[ ! -f $mj ]]; then
     done
     "$PY" -m studies.inference.gpu_check models --dir "$models" --out "$mj" || exit 2
 fi
+# one job through the run contract (repro.runner), --out the layout's raw files of the job: inf_run EXPERIMENT PARAMS
+inf_run() {
+    local outs
+    outs=$("$PY" -c 'import json, sys
+from studies.inference import layout as lo
+c, p = json.load(open(sys.argv[1])), json.loads(sys.argv[3])
+print(" ".join(lo.serve_outputs(c, p["server"], p["model"], 0) if sys.argv[2] == "serve"
+               else [lo.raw_path(lo.rawrate_params(p["model"], p["framework"]), 0)]))' "$cfg" "$1" "$2") || return 2
+    # shellcheck disable=SC2086  # the layout's paths: no spaces
+    "$PY" -m studies.inference.run "$1" --config "@$cfg" --params "$2" --rep 0 --out $outs --input "models=$mj"
+}
 if [[ $phase == raw ]]; then
     for m in resnet50 wav2vec2_truncated wav2vec2 bart; do
         t0=$SECONDS
-        "$PY" -m studies.inference.run --config "@$cfg" --what raw_rate --model $m --framework torch --rep 0 \
-            --models "$mj" || rc=1
+        inf_run raw_rate "{\"model\": \"$m\", \"framework\": \"torch\"}" || rc=1
         echo "gpu_check: raw rate $m took $((SECONDS - t0)) s"
     done
 elif [[ $phase == serve ]]; then
     t0=$SECONDS
     # the served model's raw rate on the same machine first (served / raw), then TorchServe under Locust
-    "$PY" -m studies.inference.run --config "@$cfg" --what raw_rate --model resnet50 --framework torch --rep 0 \
-        --models "$mj" || rc=1
+    inf_run raw_rate '{"model": "resnet50", "framework": "torch"}' || rc=1
     echo "gpu_check: raw rate resnet50 took $((SECONDS - t0)) s"
     t0=$SECONDS
-    "$PY" -m studies.inference.run --config "@$cfg" --what serve --server torchserve --model resnet50 --rep 0 \
-        --models "$mj" || rc=1
+    inf_run serve '{"server": "torchserve", "model": "resnet50"}' || rc=1
     echo "gpu_check: serve took $((SECONDS - t0)) s"
 fi
 "$PY" -m studies.inference.gpu_check summary --results results/inference --out "$out"

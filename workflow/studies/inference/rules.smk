@@ -26,8 +26,7 @@ rule inference_prepare:
         cfg=lambda wc: run_json("inference"),
     shell:
         # on the host, both sides in systems/inference/setup.sh's cached venvs (no one image holds both)
-        "python3 -m studies.inference.run --config {params.cfg} --what prepare --out {output}"
-        " > {log} 2>&1"
+        "python3 -m studies.inference.run prepare --config {params.cfg} --out {output} > {log} 2>&1"
 
 
 rule inference_serve:
@@ -55,14 +54,21 @@ rule inference_serve:
     resources:
         **inf_resources(),
     params:
-        server_exec=lambda wc: shlex.quote(inf_exec(wc.server)),
-        driver_exec=shlex.quote(inf_exec("ceiling")),
+        args=lambda wc: shlex.quote(
+            json.dumps(
+                {
+                    "server": wc.server,
+                    "model": wc.model,
+                    "server_exec": inf_exec(wc.server),
+                    "driver_exec": inf_exec("ceiling"),
+                }
+            )
+        ),
         cfg=lambda wc: run_json("inference"),
     shell:
         # on the host (srun is there): the server and Locust each in their own image, inside their steps
-        "python3 -m studies.inference.run --config {params.cfg} --what serve"
-        " --server {wildcards.server} --model {wildcards.model} --rep {wildcards.rep} --models {input.models}"
-        " --server-exec {params.server_exec} --driver-exec {params.driver_exec} > {log} 2>&1"
+        "python3 -m studies.inference.run serve --config {params.cfg} --params {params.args} --rep {wildcards.rep}"
+        " --out {output} --input models={input.models} > {log} 2>&1"
 
 
 rule inference_raw_rate:
@@ -85,13 +91,14 @@ rule inference_raw_rate:
     resources:
         **inf_resources(runtime=30),
     params:
-        server_exec=lambda wc: shlex.quote(inf_exec(wc.framework)),
+        args=lambda wc: shlex.quote(
+            json.dumps({"model": wc.model, "framework": wc.framework, "server_exec": inf_exec(wc.framework)})
+        ),
         cfg=lambda wc: run_json("inference"),
     shell:
         # on the host: on Slurm run.py repeats itself in an srun step on the server node, image inside
-        "python3 -m studies.inference.run --config {params.cfg} --what raw_rate"
-        " --model {wildcards.model} --framework {wildcards.framework} --rep {wildcards.rep}"
-        " --models {input.models} --server-exec {params.server_exec} > {log} 2>&1"
+        "python3 -m studies.inference.run raw_rate --config {params.cfg} --params {params.args} --rep {wildcards.rep}"
+        " --out {output} --input models={input.models} > {log} 2>&1"
 
 
 rule inference_ceiling:
@@ -112,12 +119,12 @@ rule inference_ceiling:
     resources:
         **inf_resources(runtime=30, gpu=False),
     params:
-        driver_exec=shlex.quote(inf_exec("ceiling")),
+        args=shlex.quote(json.dumps({"driver_exec": inf_exec("ceiling")})),
         cfg=lambda wc: run_json("inference"),
     shell:
         # on the host (srun is there): the endpoint and Locust each in Locust's image, inside their steps
-        "python3 -m studies.inference.run --config {params.cfg} --what ceiling --rep {wildcards.rep}"
-        " --driver-exec {params.driver_exec} > {log} 2>&1"
+        "python3 -m studies.inference.run ceiling --config {params.cfg} --params {params.args} --rep {wildcards.rep}"
+        " --out {output} > {log} 2>&1"
 
 
 # The tidy table (every configuration: ok, failed, not run, or not run as in the paper), the summary

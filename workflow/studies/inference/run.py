@@ -1,28 +1,44 @@
 #!/usr/bin/env python3
 """inference: one job of the inference-framework paper's benchmark.
 
-  python3 -m studies.inference.run --config CFG --what prepare --out results/inference/models.json
-  python3 -m studies.inference.run --config CFG --what serve --server S --model M --rep R --models models.json
-  python3 -m studies.inference.run --config CFG --what raw_rate --model M --framework torch|tf --rep R --models ...
-  python3 -m studies.inference.run --config CFG --what ceiling --rep R
+The run contract (repro.runner), one experiment per job kind:
+
+  python3 -m studies.inference.run prepare --config CFG --out results/inference/models.json
+  python3 -m studies.inference.run serve --config CFG --rep R --out RAW... --input models=models.json
+      --params '{"server": S, "model": M, "server_exec": "<image prefix>", "driver_exec": "<image prefix>"}'
+  python3 -m studies.inference.run raw_rate --config CFG --rep R --out RAW --input models=models.json
+      --params '{"model": M, "framework": "torch|tf", "server_exec": "<image prefix>"}'
+  python3 -m studies.inference.run ceiling --config CFG --rep R --out RAW... --params '{"driver_exec": "<prefix>"}'
+
+--out is the job's raw files (Snakemake's {output}: layout.py's paths; a serve or ceiling job's, one
+per user count). The exec prefixes (default: none, the host) run a side in its image on a cluster;
+they are how the job runs, not what it measures: no record's params carry them (each record's params
+are layout.py's serve_params / rawrate_params / ceiling_params of its configuration).
 
 prepare: systems/inference's model preparation into the cache (keyed by the options), at the
-config's sizes and weights. serve: the n+1 layout -- `servers.py serve <kind>` alone (on Slurm with
->= 2 nodes: an `srun --overlap` step on the server node, bound to 0.0.0.0; else this host,
-127.0.0.1) until its server.json appears in the shared work dir, then `tools.locust.runner` against
-the URL it advertises (on the driver node: directly when the batch step runs there, else an srun
-step) at every user count of the config, then the server step is always stopped (SIGTERM, KILL,
-`servers.py stop`), also on a failure or timeout; each user count's Locust CSVs
-(results/inference/locust/...) become one raw file, with where each side ran (server_host/node from
-server.json, driver_host/node from Locust's generator.json). srun runs on the host; on a cluster
-each side's image (--server-exec / --driver-exec) comes after it, inside the step. A run with any
-failed request, failed check or locustfile exception is a failed configuration (failure record,
-job exits 1); a server that does not come up fails every user count with the server's own log.
+config's sizes and weights; --out is not a raw record but the manifest of what was prepared (its
+directory, command and specs), written here: a failed preparation exits non-zero and leaves neither
+the manifest nor a failure record (there is no raw path to keep one at). serve: the n+1 layout --
+`servers.py serve <kind>` alone (on Slurm with >= 2 nodes: an `srun --overlap` step on the server
+node, bound to 0.0.0.0; else this host, 127.0.0.1) until its server.json appears in the shared work
+dir, then `tools.locust.runner` against the URL it advertises (on the driver node: directly when the
+batch step runs there, else an srun step) at every user count of the config, then the server step
+is always stopped (SIGUSR1/SIGTERM, KILL, `servers.py stop`), also on a failure, a timeout or
+SIGTERM (the runner's runner.Terminated unwinds through the job's finally); each user count's Locust
+CSVs (results/inference/locust/...) become one raw file, with where each side ran (server_host/node
+from server.json, driver_host/node from Locust's generator.json). srun runs on the host; on a
+cluster each side's image (server_exec / driver_exec) comes after it, inside the step. A run with
+any failed request, failed check or locustfile exception is a failed configuration (failure record,
+job exits 1); a server that does not come up fails every user count with the server's own log; a
+Locust runner that exits non-zero fails every user count (one it left complete included: its
+numbers are not trusted). A server x model the paper could not run is refused (exit 2, no record).
 raw_rate: the model's in-process forward loop (same threads and batch, no server), on the server
-node (on Slurm this command repeats itself in an srun step there, --placement set). ceiling: the
-same n+1 split as serve with tools/locust/trivial_server.py as the server (an srun step on the server
-node, bound to 0.0.0.0, its URL and node in its ready file), Locust on the driver node against it;
-each record says where each side ran (server_host/node, driver_host/node), as a serve record does.
+node: on Slurm (or with an image) this command repeats itself in an srun step there (its --params
+with the placement added), whose own runner records; a step that exits without a record of this
+run gets one here. ceiling: the same n+1 split as serve with tools/locust/trivial_server.py as the
+server (an srun step on the server node, bound to 0.0.0.0, its URL and node in its ready file),
+Locust on the driver node against it; each record says where each side ran (server_host/node,
+driver_host/node), as a serve record does.
 
 Device (config `device`: cuda | cpu): the server and the raw rate get `--device`; with cuda a side
 that sees no GPU exits 3 naming its node and every record of the job is a failure record, never ok.
@@ -44,16 +60,14 @@ import sys
 import time
 from pathlib import Path
 
-from repro import allocation, cli, procs, rawio
+from repro import allocation, procs, rawio, runner
 from studies.inference import layout
 from tools.locust import parser as lparse
 
 GENERATOR_METRICS = ("throughput", "latency_median", "latency_mean", "latency_p95", "latency_p99",
                      "failures_per_s", "requests", "failures", "locustfile_exceptions", "generator_cpu_cores")
 
-
-def _progress(msg: str) -> None:
-    print(f"inference_run: {msg}", flush=True)
+RUN = runner.Experiments(layout.STUDY)
 
 
 def _env() -> dict:
@@ -87,8 +101,31 @@ def _versions() -> dict:
             "locust": "2.47.0", "tensorflow": "2.21.0", "torch": "2.5.1"}
 
 
-def _record(cfg: dict, params: dict, rep: int, kind: str) -> dict:
-    return rawio.new_record(layout.STUDY, params["experiment"], params, rep, kind, _versions())
+def _exec(ctx: runner.Context, key: str) -> list[str]:
+    """An image prefix from --params (server_exec / driver_exec): none = this host."""
+    return shlex.split(ctx.params.get(key) or "")
+
+
+def _outs(ctx: runner.Context, expected: list[str]) -> list[str]:
+    """--out in the order of ``expected`` (layout.py's paths of this job's configurations); --out
+    that are not exactly those fail the job, naming both."""
+    given = {os.path.abspath(p): p for p in ctx.outs}
+    if sorted(given) != sorted(os.path.abspath(p) for p in expected):
+        raise runner.RunFailed(f"--out {ctx.outs} are not the raw files of this job's configurations {expected}")
+    return [given[os.path.abspath(p)] for p in expected]
+
+
+def _models(ctx: runner.Context) -> dict:
+    return json.loads(Path(ctx.inputs.get("models", layout.MODELS_FILE)).read_text())
+
+
+def _exit_unrecorded(ctx: runner.Context, why: str, rc: int) -> None:
+    """Leave the runner without a failure record (SystemExit passes through its recording block):
+    prepare's --out is not a raw file (no failed/ path exists for it), and a raw rate relayed to the
+    server node was recorded there, under this same path."""
+    ctx.progress(f"FAILED: {why}")
+    print(f"{layout.STUDY} {ctx.experiment}: FAILED: {why}", file=sys.stderr, flush=True)
+    raise SystemExit(rc or 1)
 
 
 # ------------------------------------------------------------------ prepare
@@ -108,28 +145,26 @@ def prepare_command(cfg: dict) -> list[str]:
     return cmd
 
 
-def run_prepare(cfg: dict, out: Path) -> int:
+@RUN.experiment("prepare")
+def prepare(ctx: runner.Context) -> None:
+    """The models of the config into the cache; --out: the manifest (where, the command, each spec)."""
+    cfg = ctx.cfg
     cmd = prepare_command(cfg)
-    _progress("prepare: " + shlex.join(cmd))
+    ctx.progress("prepare: " + shlex.join(cmd))
     done = subprocess.run(cmd, env=_env(), stdout=subprocess.PIPE, text=True)
     print(done.stdout, flush=True)
     if done.returncode != 0:
-        _progress(f"FAILED: model preparation exited {done.returncode}")
-        return done.returncode
+        _exit_unrecorded(ctx, f"model preparation exited {done.returncode}", done.returncode)
     models_dir = Path(done.stdout.strip().splitlines()[-1])
     specs = {}
     for m in cfg["models"]:
         man = json.loads((models_dir / f"manifest-torch-{m}.json").read_text())
         specs[m] = man["spec"]
         if specs[m]["weights"] != cfg["weights"]:
-            _progress(f"FAILED: {m} was prepared with weights {specs[m]['weights']}, the config asks {cfg['weights']}")
-            return 1
-    rawio.write_json_atomic(out, {"dir": str(models_dir), "command": cmd, "specs": specs})
-    return 0
-
-
-def _models(path: Path) -> dict:
-    return json.loads(Path(path).read_text())
+            _exit_unrecorded(ctx, f"{m} was prepared with weights {specs[m]['weights']}, the config asks "
+                             f"{cfg['weights']}", 1)
+    rawio.write_json_atomic(ctx.out, {"dir": str(models_dir), "command": cmd, "specs": specs})
+    return None
 
 
 # ------------------------------------------------------------------ serve
@@ -298,8 +333,6 @@ def stop_server(proc: subprocess.Popen, workdir: Path, pl: dict, server_exec: li
     return "; ".join(what)
 
 
-def _terminate(signum, frame):
-    raise SystemExit(128 + signum)  # unwinds through the finally that stops the server
 
 
 def metrics_of_run(run_dir: Path, weights: str) -> tuple[list[dict], str | None, dict]:
@@ -335,15 +368,24 @@ def _where(info: dict, gen: dict) -> dict:
             "driver_host": gen.get("hostname", ""), "driver_node": gen.get("slurm_node", "")}
 
 
-def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
-              server_exec: list[str] = (), driver_exec: list[str] = ()) -> int:
+
+
+@RUN.experiment("serve")
+def serve(ctx: runner.Context) -> dict:
+    """One server x model x repeat: one raw file per user count of the config."""
+    cfg, rep = ctx.cfg, ctx.rep
+    server, model = ctx.params["server"], ctx.params["model"]
+    server_exec, driver_exec = _exec(ctx, "server_exec"), _exec(ctx, "driver_exec")
     why_not = layout.by_design(server, model)
     if why_not:
-        _progress(f"refused: {server} x {model} is {why_not}")
-        return 2
-    models = _models(models_file)
-    weights = models["specs"][model]["weights"]
+        raise runner.Refused(f"{server} x {model} is {why_not}")
     kind = layout.system_kind(cfg, server)
+    n_users = layout.users(cfg)
+    raws = _outs(ctx, layout.serve_outputs(cfg, server, model, rep))
+    recs = {u: ctx.record(_versions(), kind, params=layout.serve_params(server, model, u), out=raw)
+            for u, raw in zip(n_users, raws)}
+    models = _models(ctx)
+    weights = models["specs"][model]["weights"]
     out = Path(layout.locust_dir(server, model, rep)).resolve()
     if out.exists():
         shutil.rmtree(out)
@@ -356,13 +398,12 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
     nodes, cpus = slurm_job()
     pl = placement(nodes, os.environ.get("SLURMD_NODENAME", ""), cpus)
     tag = f"-{os.environ.get('SLURM_JOB_ID', os.getpid())}"
-    n_users = layout.users(cfg)
     per_run = cfg["run_time_s"] + cfg["locust"]["stop_timeout_s"] + 60
     cmd = serve_command(cfg, server, model, models["dir"], work / "server", ready, pl, server_exec, tag)
-    _progress(f"{server} ({layout.kind_of(cfg, server)}, {kind}) x {model} rep {rep}, {pl['launcher']}: "
-              f"driver {pl['driver_node'] or 'this host'}, server {pl['server_node'] or 'this host'}")
-    _progress("server: " + shlex.join(cmd)[:600])
-    previous = signal.signal(signal.SIGTERM, _terminate)  # a cancelled job unwinds through the finally
+    ctx.progress(f"{server} ({layout.kind_of(cfg, server)}, {kind}) x {model} rep {rep}, {pl['launcher']}: "
+                 f"driver {pl['driver_node'] or 'this host'}, server {pl['server_node'] or 'this host'}")
+    ctx.progress("server: " + shlex.join(cmd)[:600])
+    previous = signal.getsignal(signal.SIGTERM)  # the runner's: a cancelled job unwinds through the finally
     t0, info, rc, text, dcmd = time.time(), {}, 0, "", []
     with open(server_log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env(), start_new_session=True)
@@ -370,20 +411,20 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
         info = wait_ready(proc, ready, cfg["server_start_timeout_s"] + 120, server_log)
         if info.get("system_kind") != kind:
             raise ServerNotUp(f"the server says it is {info.get('system_kind')!r}, the config's kind is {kind!r}")
-        _progress(f"server ready at {info['url']} on {info.get('slurm_node') or info.get('host')} "
-                  f"after {time.time() - t0:.0f} s")
+        ctx.progress(f"server ready at {info['url']} on {info.get('slurm_node') or info.get('host')} "
+                     f"after {time.time() - t0:.0f} s")
         dcmd = driver_command(cfg, server, model, info["url"], info["system_kind"], out, pl, driver_exec, tag)
-        _progress("driver: " + shlex.join(dcmd)[:600])
+        ctx.progress("driver: " + shlex.join(dcmd)[:600])
         rc, text = _run_bounded(dcmd, 60 + len(n_users) * per_run, out / "job.log")
         if rc:
             text += "\n--- the server step's output ---\n" + server_log.read_text(errors="replace")[-3000:]
     except ServerNotUp as err:
         rc, text = 1, f"the server did not come up: {err}"
-        _progress(text[:3000])
+        ctx.progress(text[:3000])
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM must not cut the stop short
         stopped = stop_server(proc, work / "server", pl, server_exec)
-        _progress(stopped)
+        ctx.progress(stopped)
         gpu_samples = {}
         if (work / "gpu_samples.json").exists():
             gpu_samples = json.loads((work / "gpu_samples.json").read_text())
@@ -391,12 +432,10 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
         _keep_server_logs(work, out / "server-logs")
         shutil.rmtree(work, ignore_errors=True)
         signal.signal(signal.SIGTERM, previous)
-    _progress(f"server up to Locust done: {time.time() - t0:.0f} s, exit {rc}")
-    bad = 0
-    for u in n_users:
-        params = layout.serve_params(server, model, u)
-        raw = layout.raw_path(params, rep)
-        rec = _record(cfg, params, rep, kind)
+    ctx.progress(f"server up to Locust done: {time.time() - t0:.0f} s, exit {rc}")
+    results = {}
+    for u, raw in zip(n_users, raws):
+        rec = recs[u]
         run_dir = out / f"users~{u}"
         gen_file = run_dir / "generator.json"
         gen = json.loads(gen_file.read_text()) if gen_file.exists() else {}
@@ -407,12 +446,11 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
                         "generated_tokens": layout.generated_tokens(models["specs"][model]),
                         **_where(info, gen), "placement": pl, "server_url": info.get("url", ""),
                         "server_command": cmd, "driver_command": dcmd, "server_stop": stopped}
+        what = "timed out" if rc == 124 else f"the job {procs.exit_text(rc)}"
         if not (run_dir / "locust_stats.csv").exists():
-            what = "timed out" if rc == 124 else f"the job {procs.exit_text(rc)}"
-            rawio.write_failure(raw, rec, f"no Locust run at {u} user(s): {what}; the output (server log tail "
-                                          f"included):\n{procs.text_tail(text, 3000)}",
-                                "timeout" if rc == 124 else None, rc=rc)
-            bad += 1
+            results[raw] = runner.RunFailed(f"no Locust run at {u} user(s): {what}; the output (server log tail "
+                                            f"included):\n{procs.text_tail(text, 3000)}", rec,
+                                            kind="timeout" if rc == 124 else None, rc=rc)
             continue
         metrics, why, sanity = metrics_of_run(run_dir, weights)
         for m in metrics:  # the device measured, in every row of the tidy table
@@ -421,65 +459,96 @@ def run_serve(cfg: dict, server: str, model: str, rep: int, models_file: Path,
         rec["metrics"], rec["sanity"] = metrics, sanity
         why = why or device_problem(cfg, info.get("device"))
         if why:
-            rawio.write_failure(raw, rec, why)
-            _progress(f"FAILED {raw}: {why}")
-            bad += 1
+            results[raw] = runner.RunFailed(why, rec)
             continue
-        rawio.write_json_atomic(raw, rawio.finish(rec))
-        rawio.clear_failure(raw)
-        _progress(f"{raw}: {rawio.value(rec, 'throughput'):.2f} req/s, "
-                  f"median {rawio.value(rec, 'latency_median'):.0f} ms")
-    return 1 if bad or rc else 0
+        if rc:  # the Locust runner failed after this run: a job that fails leaves no result standing
+            results[raw] = runner.RunFailed(f"Locust ran at {u} user(s), but {what} (its numbers are not trusted); "
+                                            f"the output:\n{procs.text_tail(text, 3000)}", rec,
+                                            kind="timeout" if rc == 124 else None, rc=rc)
+            continue
+        results[raw] = rec
+        ctx.progress(f"{raw}: {rawio.value(rec, 'throughput'):.2f} req/s, "
+                     f"median {rawio.value(rec, 'latency_median'):.0f} ms")
+    return results
 
 
 # ------------------------------------------------------------------ raw rate
-def raw_rate_relay(argv: list[str], pl: dict, server_exec: list[str]) -> list[str] | None:
+def run_argv(ctx: runner.Context) -> list[str]:
+    """This job's command line (the run contract) without --params: to run it again elsewhere."""
+    argv = [ctx.experiment, "--config", json.dumps(ctx.cfg), "--rep", str(ctx.rep), "--out", *ctx.outs]
+    return argv + (["--input", *[f"{k}={v}" for k, v in ctx.inputs.items()]] if ctx.inputs else [])
+
+
+def raw_rate_relay(argv: list[str], params: dict, pl: dict, server_exec: list[str]) -> list[str] | None:
     """The raw rate belongs where the server runs: on Slurm with >= 2 nodes this same command again
-    in an srun step on the server node, with the framework's image inside the step (--server-exec);
-    without Slurm but with an image, in the image; else None (run here)."""
+    in an srun step on the server node, with the framework's image inside the step (server_exec),
+    its --params with the placement (which the step runs at, never relaying again); without Slurm
+    but with an image, in the image; else None (run here)."""
     if not (pl["launcher"] == "slurm" and pl["server_node"] != pl["batch_node"]) and not server_exec:
         return None
     tag = f"-{os.environ.get('SLURM_JOB_ID', os.getpid())}"
     return [*step_prefix(pl, "server", f"rinf-rawrate{tag}"), *server_exec, _python(server_exec), "-m",
-            "studies.inference.run", *argv, "--placement", json.dumps(pl)]
+            "studies.inference.run", *argv, "--params", json.dumps({**params, "placement": pl})]
 
 
-def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: Path, pl: dict | None = None) -> int:
-    models = _models(models_file)
+def _relayed(ctx: runner.Context, relay: list[str]) -> None:
+    """Run the raw rate as the relayed step; its runner records at --out (a shared path). Its exit
+    is this job's; a step that left no record of this run (srun or the image failed) gets one here."""
+    ctx.progress("raw rate on the server node: " + shlex.join(relay)[:600])
+    t0 = time.time() - 5  # the step's files, not an earlier run's (a little clock slack)
+    rc = subprocess.run(relay, env=_env()).returncode
+    raw, failed = Path(ctx.out), rawio.failure_path(ctx.out)
+    if rc == 0 and raw.exists() and raw.stat().st_mtime >= t0:
+        ctx.progress(f"the step on the server node wrote {raw}")
+        return None
+    if rc and failed.exists() and failed.stat().st_mtime >= t0:
+        _exit_unrecorded(ctx, f"the raw rate step on the server node exited {rc}; its failure record: {failed}", rc)
+    raise runner.RunFailed(f"the raw rate step on the server node {procs.exit_text(rc)} and left no record of "
+                           f"this run at {raw}", rc=rc or None)
+
+
+@RUN.experiment("raw_rate")
+def raw_rate(ctx: runner.Context) -> dict | None:
+    """The model's raw in-process rate on the server node (relayed there on Slurm or into an image)."""
+    cfg, rep = ctx.cfg, ctx.rep
+    model, framework = ctx.params["model"], ctx.params["framework"]
     params = layout.rawrate_params(model, framework)
-    raw = layout.raw_path(params, rep)
-    rec = _record(cfg, params, rep, "real")
-    rec["extra"] = {"placement": pl or placement([], os.environ.get("SLURMD_NODENAME", ""))}
+    pl = ctx.params.get("placement")
+    rec = ctx.record(_versions(), "real", params=params, out=ctx.out)
+    if pl is None:  # not relayed yet
+        nodes, cpus = slurm_job()
+        pl = placement(nodes, os.environ.get("SLURMD_NODENAME", ""), cpus)
+        relay = raw_rate_relay(run_argv(ctx), dict(ctx.params), pl, _exec(ctx, "server_exec"))
+        if relay is not None:
+            rec["extra"] = {"placement": pl}
+            return _relayed(ctx, relay)
+    rec["extra"] = {"placement": pl}
+    models = _models(ctx)
     out = Path(layout.RAWRATE_DIR) / f"model~{model}" / f"framework~{framework}" / f"rep~{rep}.json"
     from repro_inference.servers import venv
 
     try:
         py = venv(framework) / "bin" / "python"
     except (FileNotFoundError, subprocess.CalledProcessError) as exc:
-        rawio.write_failure(raw, rec, f"the {framework} venv: {exc}")
-        return 1
+        raise runner.RunFailed(f"the {framework} venv: {exc}", rec) from None
     cmd = [str(py), "-m", "repro_inference.raw_rate", "--framework", framework, "--models", models["dir"],
            "--model", model, "--threads", str(cfg["threads"]), "--batch", str(cfg["batch"]),
            "--seconds", str(cfg["raw_rate"]["seconds"]), "--warmup", str(cfg["raw_rate"]["warmup"]),
            "--text-words", str(cfg["sizes"]["text_words"]), "--device", cfg["device"], "--out", str(out)]
-    _progress(shlex.join(cmd))
+    ctx.progress(shlex.join(cmd))
     rc, text = _run_bounded(cmd, cfg["raw_rate"]["seconds"] * 5 + 600, out.with_suffix(".log"))
     if rc != 0 or not out.exists():
         out.unlink(missing_ok=True)
-        rawio.write_failure(raw, rec, procs.failure_message(
+        raise runner.RunFailed(procs.failure_message(
             "raw_rate", {"rc": rc, "stdout": text, "timed_out": rc == 124}, tail=3000)
-            + ("" if rc else f"; it wrote no {out}"), "timeout" if rc == 124 else None, rc=rc)
-        _progress(f"FAILED {raw}: " + text.strip().splitlines()[-1][:500] if text.strip() else f"FAILED {raw}")
-        return 1
+            + ("" if rc else f"; it wrote no {out}"), rec, kind="timeout" if rc == 124 else None, rc=rc)
     r = json.loads(out.read_text())
     dl = device_label(r.get("device"))
     rec["extra"].update(device_asked=cfg["device"], device=r.get("device", {}), gpu=r.get("gpu", {}),
                         tokenizer=r.get("tokenizer"), bart=r.get("bart"))
     problem = device_problem(cfg, r.get("device"))
     if problem:
-        rawio.write_failure(raw, rec, problem)
-        _progress(f"FAILED {raw}: {problem}")
-        return 1
+        raise runner.RunFailed(problem, rec)
     w = r["weights"]
     rec["metrics"] = [rawio.metric("raw_rate", r["rate"], r["unit"], weights=w, device=dl),
                       rawio.metric("iterations", r["iterations"], "count", weights=w, device=dl),
@@ -493,10 +562,8 @@ def run_raw_rate(cfg: dict, model: str, framework: str, rep: int, models_file: P
     rec["sanity"] = {"iterations": r["iterations"], "seconds": r["seconds"]}
     rec["extra"].update(raw_rate_file=str(out), threads=r["threads"], batch=r["batch"], spec=r["spec"],
                         node=os.environ.get("SLURMD_NODENAME", ""))
-    rawio.write_json_atomic(raw, rawio.finish(rec))
-    rawio.clear_failure(raw)
-    _progress(f"{raw}: {r['rate']:.2f} inferences/s")
-    return 0
+    ctx.progress(f"{ctx.out}: {r['rate']:.2f} inferences/s")
+    return rec
 
 
 # ------------------------------------------------------------------ ceiling
@@ -518,11 +585,18 @@ def ceiling_driver_command(cfg: dict, url: str, out: Path, pl: dict, driver_exec
             "--out", str(out), "--processes", str(cfg["locust"]["processes"]), "--system-kind", "real"]
 
 
-def run_ceiling(cfg: dict, rep: int, driver_exec: list[str] = ()) -> int:
+
+@RUN.experiment("ceiling")
+def ceiling(ctx: runner.Context) -> dict:
     """Locust's own ceiling across the serve jobs' two nodes: the trivial endpoint where a server runs
     (the server node, an srun step), Locust where it drives a server (the driver node), so the
     ceiling crosses the same network path as the served rates it bounds; locally both on this host."""
-    ce = cfg["ceiling"]
+    cfg, rep = ctx.cfg, ctx.rep
+    ce, driver_exec = cfg["ceiling"], _exec(ctx, "driver_exec")
+    n_users = sorted(ce["users"])
+    raws = _outs(ctx, layout.ceiling_outputs(cfg, rep))
+    recs = {u: ctx.record(_versions(), "real", params=layout.ceiling_params(u), out=raw)
+            for u, raw in zip(n_users, raws)}
     out = Path(layout.LOCUST_DIR) / "ceiling" / f"rep~{rep}"
     if out.exists():
         shutil.rmtree(out)
@@ -535,92 +609,55 @@ def run_ceiling(cfg: dict, rep: int, driver_exec: list[str] = ()) -> int:
     pl = placement(nodes, os.environ.get("SLURMD_NODENAME", ""), cpus)
     tag = f"-{os.environ.get('SLURM_JOB_ID', os.getpid())}"
     scmd, dcmd, info, rc, text = ceiling_server_command(pl, ready, driver_exec, tag), [], {}, 0, ""
-    _progress(f"ceiling rep {rep}, {pl['launcher']}: driver {pl['driver_node'] or 'this host'}, "
-              f"trivial endpoint {pl['server_node'] or 'this host'}")
-    _progress("endpoint: " + shlex.join(scmd)[:600])
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    ctx.progress(f"ceiling rep {rep}, {pl['launcher']}: driver {pl['driver_node'] or 'this host'}, "
+                 f"trivial endpoint {pl['server_node'] or 'this host'}")
+    ctx.progress("endpoint: " + shlex.join(scmd)[:600])
+    previous = signal.getsignal(signal.SIGTERM)  # the runner's
     with open(server_log, "wb") as fh:
         proc = subprocess.Popen(scmd, stdout=fh, stderr=subprocess.STDOUT, env=_env(), start_new_session=True)
     try:
         info = wait_ready(proc, ready, 120, server_log)
         dcmd = ceiling_driver_command(cfg, info["url"], out, pl, driver_exec, tag)
-        _progress("driver: " + shlex.join(dcmd)[:600])
+        ctx.progress("driver: " + shlex.join(dcmd)[:600])
         rc, text = _run_bounded(dcmd, len(ce["users"]) * (ce["run_time_s"] + 90), out / "job.log")
     except ServerNotUp as err:
         rc, text = 1, f"the trivial endpoint did not come up: {err}"
-        _progress(text[:3000])
+        ctx.progress(text[:3000])
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         stopped = stop_server(proc, work, pl, grace=20)
-        _progress(stopped)
+        ctx.progress(stopped)
         shutil.rmtree(work, ignore_errors=True)
         signal.signal(signal.SIGTERM, previous)
-    bad = 0
-    for u in sorted(ce["users"]):
-        params = layout.ceiling_params(u)
-        raw = layout.raw_path(params, rep)
-        rec = _record(cfg, params, rep, "real")
+    results = {}
+    for u, raw in zip(n_users, raws):
+        rec = recs[u]
         run_dir = out / f"users~{u}"
         gen_file = run_dir / "generator.json"
         gen = json.loads(gen_file.read_text()) if gen_file.exists() else {}
         rec["extra"] = {"locust_dir": str(run_dir), **_where(info, gen), "placement": pl,
                         "server_url": info.get("url", ""), "server_command": scmd, "driver_command": dcmd,
                         "server_stop": stopped}
+        what = "timed out" if rc == 124 else procs.exit_text(rc)
         if not (run_dir / "locust_stats.csv").exists():
-            rawio.write_failure(raw, rec, f"no Locust run at {u} user(s) (the runner "
-                                          f"{'timed out' if rc == 124 else procs.exit_text(rc)}):\n"
-                                          + procs.text_tail(text, 2000), "timeout" if rc == 124 else None,
-                                rc=rc)
-            bad += 1
+            results[raw] = runner.RunFailed(f"no Locust run at {u} user(s) (the runner {what}):\n"
+                                            + procs.text_tail(text, 2000), rec,
+                                            kind="timeout" if rc == 124 else None, rc=rc)
             continue
         metrics, why, sanity = metrics_of_run(run_dir, "none")
         rec["metrics"], rec["sanity"] = metrics, sanity
         if why:
-            rawio.write_failure(raw, rec, why)
-            bad += 1
+            results[raw] = runner.RunFailed(why, rec)
             continue
-        rawio.write_json_atomic(raw, rawio.finish(rec))
-        rawio.clear_failure(raw)
-        _progress(f"{raw}: ceiling {rawio.value(rec, 'throughput'):.0f} req/s")
-    return 1 if bad or rc else 0
-
-
-def main(argv=None) -> int:
-    ap = cli.parser(__doc__)
-    ap.add_argument("--what", required=True, choices=("prepare", "serve", "raw_rate", "ceiling"))
-    ap.add_argument("--server", choices=layout.SERVERS)
-    ap.add_argument("--model", choices=layout.MODELS)
-    ap.add_argument("--framework", choices=("torch", "tf"))
-    ap.add_argument("--rep", type=int, default=0)
-    ap.add_argument("--models", type=Path, default=Path(layout.MODELS_FILE))
-    ap.add_argument("--out", type=Path, default=Path(layout.MODELS_FILE))
-    ap.add_argument("--server-exec", default="", help="prefix that runs the server in its image (cluster)")
-    ap.add_argument("--driver-exec", default="", help="prefix that runs Locust (and the ceiling's trivial "
-                    "endpoint) in its image (cluster)")
-    ap.add_argument("--placement", help="raw_rate: already placed on the server node (JSON, set by the relay)")
-    a, cfg = cli.finish(ap, argv)
-    _progress(f"start: {shlex.join(sys.argv[1:]) if argv is None else shlex.join(argv)}"[:300])
-    if a.what == "prepare":
-        return run_prepare(cfg, a.out)
-    if a.what == "serve":
-        if not (a.server and a.model):
-            ap.error("--server and --model are needed for serve")
-        return run_serve(cfg, a.server, a.model, a.rep, a.models, shlex.split(a.server_exec),
-                         shlex.split(a.driver_exec))
-    if a.what == "raw_rate":
-        if not (a.model and a.framework):
-            ap.error("--model and --framework are needed for raw_rate")
-        if a.placement:
-            return run_raw_rate(cfg, a.model, a.framework, a.rep, a.models, json.loads(a.placement))
-        nodes, cpus = slurm_job()
-        pl = placement(nodes, os.environ.get("SLURMD_NODENAME", ""), cpus)
-        relay = raw_rate_relay(list(sys.argv[1:] if argv is None else argv), pl, shlex.split(a.server_exec))
-        if relay is None:
-            return run_raw_rate(cfg, a.model, a.framework, a.rep, a.models, pl)
-        _progress("raw rate on the server node: " + shlex.join(relay)[:600])
-        return subprocess.run(relay, env=_env()).returncode
-    return run_ceiling(cfg, a.rep, shlex.split(a.driver_exec))
+        if rc:  # the Locust runner failed after this run: a job that fails leaves no result standing
+            results[raw] = runner.RunFailed(f"Locust ran at {u} user(s), but the runner {what} (its numbers are "
+                                            f"not trusted):\n" + procs.text_tail(text, 2000), rec,
+                                            kind="timeout" if rc == 124 else None, rc=rc)
+            continue
+        results[raw] = rec
+        ctx.progress(f"{raw}: ceiling {rawio.value(rec, 'throughput'):.0f} req/s")
+    return results
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(RUN.main())

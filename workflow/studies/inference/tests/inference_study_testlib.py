@@ -34,6 +34,30 @@ def section(local: bool = True, **overrides) -> dict:
     return claims.at_scale(v["inference"], v["judging_scale"])
 
 
+def run_argv(experiment: str, cfg: dict, params: dict, rep: int = 0, models=None) -> list[str]:
+    """The run contract's command line of one inference job (as rules.smk builds it): --out the
+    layout's raw files of the job (a serve or ceiling job's, one per user count)."""
+    import json
+
+    from studies.inference import layout
+
+    if experiment == "serve":
+        outs = layout.serve_outputs(cfg, params["server"], params["model"], rep)
+    elif experiment == "ceiling":
+        outs = layout.ceiling_outputs(cfg, rep)
+    else:
+        outs = [layout.raw_path(layout.rawrate_params(params["model"], params["framework"]), rep)]
+    argv = [experiment, "--config", json.dumps(cfg), "--params", json.dumps(params), "--rep", str(rep), "--out", *outs]
+    return argv + (["--input", f"models={models}"] if models else [])
+
+
+def run_job(experiment: str, cfg: dict, params: dict, rep: int = 0, models=None) -> int:
+    """One inference job through the runner (studies.inference.run's RUN), in this process."""
+    from studies.inference import run
+
+    return run.RUN.main(run_argv(experiment, cfg, params, rep, models))
+
+
 def paper_like() -> dict:
     """{(experiment, server, model, users): {metric: value} | "failed: why" | "not-run: reason"}, shaped like
     the paper's results (Table I at 100 users, flat from 10 users on, TorchServe fastest at 1 user)."""

@@ -175,7 +175,7 @@ def _cuda_cfg(**kw):
 def test_a_cuda_serve_job_without_a_gpu_writes_failure_records_only(no_gpu, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", f"{no_gpu}:{Path(sys.executable).parent}:/usr/bin:/bin")
-    rc = run.run_serve(_cuda_cfg(), "torchserve", "resnet50", 0, _models_json(tmp_path))
+    rc = tl.run_job("serve", _cuda_cfg(), {"server": "torchserve", "model": "resnet50"}, models=_models_json(tmp_path))
     assert rc == 1
     for u in (1, 2):
         params = layout.serve_params("torchserve", "resnet50", u)
@@ -191,7 +191,7 @@ def test_a_cuda_raw_rate_without_a_gpu_writes_a_failure_record(no_gpu, tmp_path,
     vt.mkdir(parents=True)
     (vt / "python").symlink_to(sys.executable)
     monkeypatch.setenv("REPRO_VENV_TORCH", str(vt.parent))
-    rc = run.run_raw_rate(_cuda_cfg(), "resnet50", "torch", 0, _models_json(tmp_path))
+    rc = tl.run_job("raw_rate", _cuda_cfg(), {"model": "resnet50", "framework": "torch"}, models=_models_json(tmp_path))
     params = layout.rawrate_params("resnet50", "torch")
     assert rc == 1 and not Path(layout.raw_path(params, 0)).exists()
     fail = json.loads(Path(layout.raw_path(params, 0).replace("/raw/", "/failed/", 1)).read_text())

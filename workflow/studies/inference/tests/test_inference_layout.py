@@ -81,14 +81,14 @@ def test_plans(snake, workspace):
     for image in ("torchserve", "triton", "tfserving", "inference-tf", "locust"):
         assert f"containers/sif/{image}.sif" in full, image
     # every GPU step: the server's / framework's image with --nv, the job with --gres, the config with cuda
-    serve = [ln for ln in full.splitlines() if "--what serve" in ln]
-    raw = [ln for ln in full.splitlines() if "--what raw_rate" in ln]
+    serve = [ln for ln in full.splitlines() if "studies.inference.run serve " in ln]
+    raw = [ln for ln in full.splitlines() if "studies.inference.run raw_rate " in ln]
     assert len(serve) == 60 and len(raw) == 35
     for ln in serve + raw:
         assert "apptainer exec --nv" in ln and '"device": "cuda"' in ln, ln[:400]
     for ln in serve:  # Locust's image (the driver) is not a GPU step
-        assert "--driver-exec 'apptainer exec --bind" in ln, ln[:400]
-    assert not [ln for ln in full.splitlines() if "--what ceiling" in ln and "--nv" in ln]
+        assert '"driver_exec": "apptainer exec --bind' in ln, ln[:400]
+    assert not [ln for ln in full.splitlines() if "studies.inference.run ceiling " in ln and "--nv" in ln]
     local = snake("-n", "inference", "--profile", "profiles/local", "--configfile", "config/local.yaml", str(on),
                   timeout=300).stdout
     c = _counts(local)

@@ -98,7 +98,7 @@ def test_ceiling_records_where_each_side_ran_and_leaves_no_endpoint(tmp_path, mo
     subprocess.run([str(tl.REPO / "tools/locust/setup.sh")], check=True)
     cfg = tl.section(models=["resnet50"], servers=["tfserving"], repeats=1, ceiling={"users": [2], "run_time_s": 2})
     cfg["locust"]["processes"] = 0
-    assert run.run_ceiling(cfg, 0) == 0
+    assert tl.run_job("ceiling", cfg, {}) == 0
     rec = json.loads((tmp_path / layout.raw_path(layout.ceiling_params(2), 0)).read_text())
     ex = rec["extra"]
     assert rec["status"] == "ok" and rawio.value(rec, "throughput") > 0
@@ -149,7 +149,7 @@ def test_a_server_that_never_becomes_ready_ends_the_job_with_its_log(tmp_path, m
     cfg = tl.section(models=["resnet50"], servers=["tfserving"], users=[1, 2], repeats=1,
                      kinds={"tfserving": "tfserving"})
     cfg["server_start_timeout_s"] = 3  # below the schema's minimum (10), to keep the test short
-    assert run.run_serve(cfg, "tfserving", "resnet50", 0, models) == 1
+    assert tl.run_job("serve", cfg, {"server": "tfserving", "model": "resnet50"}, models=models) == 1
     for u in (1, 2):
         raw = layout.raw_path(layout.serve_params("tfserving", "resnet50", u), 0)
         assert not (tmp_path / raw).exists()
@@ -207,8 +207,8 @@ def test_a_cancelled_serve_job_stops_the_server(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
     env.update(PATH=f"{bindir}:{os.environ['PATH']}",
                PYTHONPATH=pythonpath.value(tl.REPO, ""))
-    proc = subprocess.Popen([sys.executable, "-m", "studies.inference.run", "--config", json.dumps(cfg), "--what",
-                             "serve", "--server", "tfserving", "--model", "resnet50", "--models", str(models)],
+    argv = tl.run_argv("serve", cfg, {"server": "tfserving", "model": "resnet50"}, models=models)
+    proc = subprocess.Popen([sys.executable, "-m", "studies.inference.run", *argv],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     for _ in range(300):
         if (tmp_path / "child.pid").exists() or proc.poll() is not None:
@@ -221,16 +221,92 @@ def test_a_cancelled_serve_job_stops_the_server(tmp_path):
     assert "server step stopped by SIGTERM (exit 130)" in out  # servers.py: stopped while loading
     for f in ("server.pid", "child.pid"):
         assert _gone(int((tmp_path / f).read_text())), f"{f}: the server's process is still there\n{out[-2000:]}"
+    for u in (1,):  # the runner's: a cancelled job is a failure record that says which signal
+        fail = json.loads((tmp_path / layout.raw_path(layout.serve_params("tfserving", "resnet50", u), 0)
+                           .replace("/raw/", "/failed/", 1)).read_text())
+        assert fail["failure"] == "stopped by SIGTERM" and fail["failure_kind"] == "error"
+        assert fail["params"] == layout.serve_params("tfserving", "resnet50", u)
 
 
 def test_raw_rate_is_relayed_to_the_server_node():
-    argv = ["--config", "{}", "--what", "raw_rate", "--model", "resnet50", "--framework", "tf"]
-    assert run.raw_rate_relay(argv, run.placement([], ""), []) is None  # locally: here, no image
+    argv = ["raw_rate", "--config", "{}", "--rep", "0", "--out", "r.json", "--input", "models=m.json"]
+    params = {"model": "resnet50", "framework": "tf", "server_exec": "apptainer exec inference-tf.sif"}
+    assert run.raw_rate_relay(argv, params, run.placement([], ""), []) is None  # locally: here, no image
     image = ["apptainer", "exec", "inference-tf.sif"]
-    cmd = run.raw_rate_relay(argv, run.placement([], ""), image)
+    cmd = run.raw_rate_relay(argv, params, run.placement([], ""), image)
     assert cmd[:4] == [*image, "python3"] and cmd[4:6] == ["-m", "studies.inference.run"]
     pl = run.placement(["node3", "node4"], here="node3", cpus="2")
-    cmd = run.raw_rate_relay(argv, pl, image)
+    cmd = run.raw_rate_relay(argv, params, pl, image)
     i = cmd.index("apptainer")
     assert cmd[0] == "srun" and "--nodelist=node4" in cmd[:i] and cmd[i:i + 3] == image
-    assert cmd[i + 6:-2] == argv and json.loads(cmd[-1])["server_node"] == "node4"
+    assert cmd[i + 6:-2] == argv and cmd[-2] == "--params"
+    relayed = json.loads(cmd[-1])  # the same params, and where the step runs (it relays no further)
+    assert relayed["placement"]["server_node"] == "node4" and {k: relayed[k] for k in params} == params
+
+
+@pytest.mark.parametrize("step", ["records", "fails-with-record", "fails-without-record"])
+def test_a_relayed_raw_rate_is_recorded_once(step, tmp_path, monkeypatch):
+    """The relayed step's runner writes the raw file or its failure record; the job exits with the
+    step's code and never writes over the step's record; a step that left none (srun or the image
+    failed) gets one from the job."""
+    monkeypatch.chdir(tmp_path)
+    cfg = tl.section(models=["resnet50"], servers=["tfserving"], repeats=1)
+    raw = layout.raw_path(layout.rawrate_params("resnet50", "tf"), 0)
+    failed = raw.replace("/raw/", "/failed/", 1)
+    script = {"records": f"import pathlib; p = pathlib.Path({raw!r}); p.parent.mkdir(parents=True); "
+                         "p.write_text('{}')",
+              "fails-with-record": f"import pathlib, sys; p = pathlib.Path({failed!r}); p.parent.mkdir(parents=True); "
+                                   "p.write_text('its own'); sys.exit(3)",
+              "fails-without-record": "import sys; sys.exit(4)"}[step]
+    seen = {}
+
+    def relay(argv, params, pl, server_exec):
+        seen.update(argv=argv, params=params, server_exec=server_exec)
+        return [sys.executable, "-c", script]
+
+    monkeypatch.setattr(run, "raw_rate_relay", relay)
+    params = {"model": "resnet50", "framework": "tf", "server_exec": "apptainer exec inference-tf.sif"}
+    if step == "records":
+        assert tl.run_job("raw_rate", cfg, params) == 0 and (tmp_path / raw).read_text() == "{}"
+        assert not (tmp_path / failed).exists()
+    elif step == "fails-with-record":
+        with pytest.raises(SystemExit) as exc:
+            tl.run_job("raw_rate", cfg, params)
+        assert exc.value.code == 3 and (tmp_path / failed).read_text() == "its own"
+    else:
+        assert tl.run_job("raw_rate", cfg, params) == 1
+        fail = json.loads((tmp_path / failed).read_text())
+        assert "the raw rate step on the server node exited 4 and left no record" in fail["failure"]
+        assert fail["params"] == layout.rawrate_params("resnet50", "tf") and not (tmp_path / raw).exists()
+    assert seen["argv"][:1] == ["raw_rate"] and seen["argv"][seen["argv"].index("--out") + 1] == raw
+    assert seen["params"] == params and seen["server_exec"] == ["apptainer", "exec", "inference-tf.sif"]
+
+
+def test_prepare_writes_the_manifest_and_a_failure_leaves_no_record(tmp_path, monkeypatch):
+    """prepare's --out is the manifest of the prepared models (not a raw record): written when the
+    preparation succeeds with the config's weights; a failed preparation exits non-zero with neither
+    the manifest nor a failure record."""
+    monkeypatch.chdir(tmp_path)
+    cfg = tl.section(models=["resnet50"], servers=["tfserving"], repeats=1)
+    mdir = tmp_path / "models"
+    mdir.mkdir()
+    out = tmp_path / "results/inference/models.json"
+    argv = ["prepare", "--config", json.dumps(cfg), "--out", str(out)]
+
+    def prepared(weights, rc=0):
+        (mdir / "manifest-torch-resnet50.json").write_text(json.dumps({"spec": {"weights": weights}}))
+        code = f"print('preparing'); print({str(mdir)!r}); raise SystemExit({rc})"
+        monkeypatch.setattr(run, "prepare_command", lambda cfg: [sys.executable, "-c", code])
+
+    prepared(cfg["weights"])
+    assert run.RUN.main(argv) == 0
+    man = json.loads(out.read_text())
+    assert man["dir"] == str(mdir) and man["specs"] == {"resnet50": {"weights": cfg["weights"]}}
+    assert man["command"][0] == sys.executable
+    out.unlink()
+    for weights, rc, code in ((cfg["weights"], 5, 5), ("pretrained", 0, 1)):
+        prepared(weights, rc)
+        with pytest.raises(SystemExit) as exc:
+            run.RUN.main(argv)
+        assert exc.value.code == code and not out.exists()
+        assert not list(tmp_path.rglob("failed"))

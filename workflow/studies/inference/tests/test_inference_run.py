@@ -66,7 +66,7 @@ def test_a_server_that_does_not_come_up_fails_every_user_count(tmp_path, monkeyp
     spec = {"resnet50": {"weights": "random-from-config"}}
     models.write_text(json.dumps({"dir": str(tmp_path / "empty"), "specs": spec}))
     cfg = tl.section(models=["resnet50"], servers=["tfserving"], users=[1, 2], repeats=1)
-    assert run.run_serve(cfg, "tfserving", "resnet50", 0, models) == 1
+    assert tl.run_job("serve", cfg, {"server": "tfserving", "model": "resnet50"}, models=models) == 1
     df, _summary = aggregate.build(cfg, root=str(tmp_path))
     serve = df[df.experiment == "serve"]
     assert list(serve.status) == ["failed", "failed"]
@@ -77,7 +77,11 @@ def test_a_server_that_does_not_come_up_fails_every_user_count(tmp_path, monkeyp
 
     recs = [rawio.read(f) for f in sorted((tmp_path / "results" / "inference" / "failed").rglob("*.json"))]
     assert len(recs) == 2 and all(r["failure_kind"] == "crash" for r in recs)  # a server step that exited 1
-    assert run.run_serve(cfg, "tfserving", "wav2vec2", 0, models) == 2  # the paper's gap is refused
+    assert [r["params"] for r in recs] == [{"experiment": "serve", "server": "tfserving", "model": "resnet50",
+                                            "users": u} for u in (1, 2)]  # each user count its own
+    # the paper's gap is refused: exit 2, nothing recorded
+    assert tl.run_job("serve", cfg, {"server": "tfserving", "model": "wav2vec2"}, models=models) == 2
+    assert not list((tmp_path / "results/inference").rglob("*wav2vec2*"))
 
 
 TINY = """
