@@ -290,7 +290,37 @@ def test_after_a_killed_launcher_every_unfinished_configuration_says_why(tmp_pat
     assert "exit status 137" in rec["failure"] and "rank 2 with PID 77" in rec["failure"]
     assert "more output" not in rec["failure"] and rec["failure_kind"] in rawio.FAILURE_KINDS
     assert "1 failure record(s) written" in capsys.readouterr().err
+    # a record that says only that a signal stopped the recording rank gets the launcher's reason
+    rec = rawio.new_record("toy", "staged", {"i": 1}, 0, "real")
+    rawio.write_failure(outs[1], rec, "stopped by SIGTERM", "error")
+    assert LAUNCHED.main(argv + ["--after", "137", "--log", str(log)]) == 0
+    rec = json.loads(rawio.failure_path(outs[1]).read_text())
+    assert rec["failure"].startswith("stopped by SIGTERM: the job ended with exit status 137")
+    assert "rank 2 with PID 77" in rec["failure"] and rec["failure_kind"] != "error" and rec["params"] == {"i": 1}
     # no log: it says so, never an empty reason
     os.unlink(rawio.failure_path(outs[2]))
     assert LAUNCHED.main(argv + ["--after", "1"]) == 0
     assert json.loads(rawio.failure_path(outs[2]).read_text())["failure"].endswith("says: (no log named)")
+
+
+USES = runner.Experiments("toy")
+
+
+@USES.experiment("uses")
+def _uses(ctx):
+    rec = ctx.record()
+    rec["metrics"] = [rawio.metric("max_read", float(ctx.uses["other"]["max_read"]), "B")]
+    return rec
+
+
+def test_a_used_studys_run_section_arrives_as_ctx_uses(tmp_path, capsys):
+    out = tmp_path / "raw/rep~0.json"
+    (tmp_path / "other.json").write_text('{"max_read": 4096}')
+    assert USES.main(["uses", "--config", "{}", "--uses", 'other={"max_read": 1024}', "--out", str(out)]) == 0
+    assert rawio.value(rawio.read(out), "max_read") == 1024.0
+    assert USES.main(["uses", "--config", "{}", "--uses", f"other=@{tmp_path / 'other.json'}", "--out", str(out)]) == 0
+    assert rawio.value(rawio.read(out), "max_read") == 4096.0
+    for bad in ("other", "other={nope"):
+        with pytest.raises(SystemExit):
+            USES.main(["uses", "--config", "{}", "--uses", bad, "--out", str(out)])
+        assert "--uses" in capsys.readouterr().err

@@ -24,7 +24,9 @@ A study's ``run.py`` declares its experiments and hands the command line to this
 
 What the entry point gives every experiment:
 - the same arguments (``--config`` through ``repro.cli.load_config``, ``--params`` a JSON object,
-  ``--rep``, ``--out``, ``--input NAME=PATH`` for the job's input files: ``ctx.inputs``), and
+  ``--rep``, ``--out``, ``--input NAME=PATH`` for the job's input files: ``ctx.inputs``,
+  ``--uses STUDY=JSON`` for the run section of a study whose systems this one runs (its
+  declaration's ``uses``; workflow/rules/uses.smk): ``ctx.uses[STUDY]``), and
   ``--list`` (the experiments);
 - progress lines ``[<study> <experiment> rep <i>] ...`` with the time since the start;
 - SIGTERM and SIGINT raised as ``runner.Terminated`` in the experiment, so its ``finally:``
@@ -55,7 +57,9 @@ What the entry point gives every experiment:
   after the launcher ended, the same command with ``--after RC --log LOG`` runs the experiment's
   ``@RUN.after`` clean-up (leftover mounts, directories) and, when RC is not 0, gives every
   ``--out`` that has neither a raw file nor a failure record one: the launcher's exit status and
-  what its log says (``launcher_evidence``: the lines that say why it ended, else its last ones).
+  what its log says (``launcher_evidence``: the lines that say why it ended, else its last ones);
+  a failure record that says only "stopped by SIGTERM" (the launcher stopped the rank that records
+  when another died) gets them added.
 - ``Refused(why)``: the job cannot run as configured here (an unedited site setting): exit 2 and no
   record -- nothing was measured, and a failure record would say the configuration failed.
 - the failure's kind (``failure_kind`` in the record, ``repro.rawio.classify``): ``RunFailed(why,
@@ -101,6 +105,9 @@ class Terminated(Exception):
     """SIGTERM or SIGINT arrived while the experiment ran."""
 
 
+STOPPED_BY = "stopped by "  # how a Terminated failure begins (--after adds the launcher's reason)
+
+
 class Refused(Exception):
     """The job cannot run as configured here (a site edit missing): exit 2, nothing recorded."""
 
@@ -118,6 +125,7 @@ class Context:
     beside: list[str] = field(default_factory=list)
     logs: list = field(default_factory=list)
     tag: str = ""
+    uses: dict[str, dict] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     _record: dict | None = None
     _records: dict[str, dict] = field(default_factory=dict)
@@ -199,6 +207,8 @@ class Experiments:
         ap.add_argument("--out", nargs="+", help="the raw file(s) this run writes")
         ap.add_argument("--input", nargs="+", default=[], metavar="NAME=PATH",
                         help="the job's input files by name (ctx.inputs)")
+        ap.add_argument("--uses", nargs="+", default=[], metavar="STUDY=JSON",
+                        help="the run section (JSON, or @file) of a study whose systems this one runs (ctx.uses)")
         ap.add_argument("--tag", default="", help="a name unique to this job, the same in all its processes "
                         "(MPI ranks, the --after step): its scratch directories (ctx.tag)")
         ap.add_argument("--after", type=int, default=None, metavar="RC",
@@ -226,8 +236,16 @@ class Experiments:
         bad = [i for i in args.input if "=" not in i or not i.partition("=")[0]]
         if bad:
             ap.error(f"--input takes NAME=PATH: {bad}")
+        bad = [u for u in args.uses if "=" not in u or not u.partition("=")[0]]
+        if bad:
+            ap.error(f"--uses takes STUDY=JSON: {bad}")
+        try:
+            uses = {k: cli.load_config(v) for k, v in (u.split("=", 1) for u in args.uses)}
+        except (json.JSONDecodeError, OSError) as exc:
+            ap.error(f"--uses: {exc}")
         ctx = Context(self.study, args.experiment, cli.load_config(args.config), params, args.rep, list(args.out),
-                      self._kinds[args.experiment], inputs=dict(i.split("=", 1) for i in args.input), tag=args.tag)
+                      self._kinds[args.experiment], inputs=dict(i.split("=", 1) for i in args.input), tag=args.tag,
+                      uses=uses)
         if args.after is not None:
             return self.after_launcher(ctx, args.after, args.log)
         return self.run(ctx)
@@ -237,7 +255,7 @@ class Experiments:
         previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
 
         def _stop(signum, _frame):
-            raise Terminated(f"stopped by {signal.Signals(signum).name}")
+            raise Terminated(f"{STOPPED_BY}{signal.Signals(signum).name}")
 
         for s in previous:
             signal.signal(s, _stop)
@@ -318,13 +336,22 @@ class Experiments:
         evidence, kind = launcher_evidence(log, rc)
         n = 0
         for path in ctx.outs:
-            if os.path.exists(path) or os.path.exists(rawio.failure_path(path)):
+            if os.path.exists(path):
                 continue
-            rec = dict(ctx._records.get(path) or rawio.new_record(self.study, ctx.experiment, ctx.params, ctx.rep,
-                                                                  ctx.system_kind, {}))
-            rec["extra"] = {**(rec.get("extra") or {}), "launcher_rc": rc, "log": log or ""}
             why = (f"the job ended with exit status {rc} before this configuration finished; "
                    f"the launcher's log ({log or 'not named'}) says: {evidence}")
+            failed = rawio.failure_path(path)
+            if failed.exists():
+                # kept, unless it says only that a signal stopped the process (Terminated, above): the
+                # launcher's log says why it was stopped (a rank that died, a lost node)
+                rec = json.loads(failed.read_text())
+                if not str(rec.get("failure", "")).startswith(STOPPED_BY + "SIG"):
+                    continue
+                why = f"{rec['failure']}: {why}"
+            else:
+                rec = dict(ctx._records.get(path) or rawio.new_record(self.study, ctx.experiment, ctx.params,
+                                                                      ctx.rep, ctx.system_kind, {}))
+            rec["extra"] = {**(rec.get("extra") or {}), "launcher_rc": rc, "log": log or ""}
             rawio.write_failure(path, rec, why, kind)
             n += 1
         print(f"{self.study} {ctx.experiment}: after the launcher (exit status {rc}): {n} failure record(s) "
