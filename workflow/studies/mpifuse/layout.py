@@ -7,10 +7,12 @@ knows the matrix itself.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from repro import paramspace
+# how the file systems read this section (the sources' stand-in kinds, a test's timeout, the library
+# options of a mode, paths): shared with every study that runs them (systems/mpifuse/python/runkit.py)
+from systems.mpifuse.python.runkit import expand_path, fs_options, system_kind, test_timeout  # noqa: F401
 
 STUDY = "mpifuse"
 EXPERIMENT = "read_scaling"
@@ -78,29 +80,6 @@ def expected_raw(cfg: dict, raw_dir: str = RAW_DIR) -> list[str]:
             for r in matrix(cfg) for v in cfg["variants"]]
 
 
-def system_kind(cfg: dict, source: str) -> str:
-    """real, or stand-in:<what> for the emulated home / a local scratch directory."""
-    sec = cfg[source]
-    what = sec.get("stand_in") or ""
-    if source == "home" and sec.get("kind") == "emulated" and not what:
-        what = "nfs-ganesha NFSv3 over a tc-throttled namespace link"
-    return f"stand-in:{what}" if what else "real"
-
-
-def test_timeout(cfg: dict, size: str, nodes: int) -> float:
-    """Seconds one test may take before it counts as hung (and the job aborts)."""
-    t = cfg["timeout"]
-    gb = paramspace.size_bytes(size) / 1e9
-    return float(t["base_s"] + t["per_gb_node_s"] * gb * nodes)
-
-
-def fs_options(cfg: dict, mode: str) -> dict:
-    """Library options of one mode: the common ones, overridden per mode."""
-    opts = dict(cfg.get("fs_options", {}))
-    opts.update(cfg.get("fs_options_by_mode", {}).get(mode, {}))
-    return opts
-
-
 def variant_options(cfg: dict, variant: str) -> dict:
     """Library options of one use case: its mode's (fs_options_by_mode over fs_options), then its own."""
     v = VARIANTS[variant]
@@ -116,10 +95,6 @@ def options_text(opts: dict) -> str:
     def val(x):
         return ("on" if x else "off") if isinstance(x, bool) else str(x)
     return ",".join(f"{k}={val(opts[k])}" for k in sorted(opts)) if opts else "(no file system)"
-
-
-def expand_path(p: str) -> str:
-    return os.path.expanduser(os.path.expandvars(p))
 
 
 def size_label_bytes(size: str) -> int:

@@ -59,14 +59,18 @@ rule mpifuse_run:
         cfg=lambda wc: run_json("mpifuse"),
         mpi_env=MPI_ENV,
         launcher_kind=LAUNCHER,
+    # the run contract (repro.runner): every rank runs read_scaling; after the launcher, the same
+    # arguments with --after $rc clean up and record each use case it did not finish, saying why
     shell:
         "({params.mpi_env}; tag=rmf-$$-$RANDOM; rc=0;"
-        " {params.wrap} {params.launch} {params.exec} python3 -m studies.mpifuse.run --config {params.cfg}"
-        " --source {wildcards.source} --nodes {wildcards.nodes} --size {wildcards.size} --rep {wildcards.rep}"
-        " --tag $tag --launcher {params.launcher_kind} || rc=$?;"
-        " {params.exec} python3 -m studies.mpifuse.run --finish $rc --config {params.cfg}"
-        " --source {wildcards.source} --nodes {wildcards.nodes} --size {wildcards.size} --rep {wildcards.rep}"
-        " --tag $tag --log {log};"
+        " {params.wrap} {params.launch} {params.exec} python3 -m studies.mpifuse.run read_scaling"
+        " --config {params.cfg} --params '{{\"source\":\"{wildcards.source}\",\"nodes\":{wildcards.nodes},"
+        "\"size\":\"{wildcards.size}\",\"launcher\":\"{params.launcher_kind}\"}}'"
+        " --rep {wildcards.rep} --tag $tag --out {output} || rc=$?;"
+        " {params.exec} python3 -m studies.mpifuse.run read_scaling"
+        " --config {params.cfg} --params '{{\"source\":\"{wildcards.source}\",\"nodes\":{wildcards.nodes},"
+        "\"size\":\"{wildcards.size}\",\"launcher\":\"{params.launcher_kind}\"}}'"
+        " --rep {wildcards.rep} --tag $tag --out {output} --after $rc --log {log};"
         " exit $rc) > {log} 2>&1"
 
 

@@ -19,32 +19,37 @@ system against the design (1x the file for OSR/Bcast, n x for native and
 passthrough). A failed check, a timeout or a lost rank is a failed run: a
 failure record under results/mpifuse/failed/ and a non-zero exit.
 
-    mpirun -n 5 python3 mpifuse_bench.py --config JSON --source home --nodes 4 --size 10MB --rep 2 --tag T
-    python3 mpifuse_bench.py --finish RC --config JSON --source ... --tag T      # after the launcher: post-mortem
+The run contract is repro.runner's (one experiment, read_scaling): ``--params`` the configuration
+(source, nodes, size; the launcher's kind), ``--out`` one raw file per use case (the rule's
+outputs: the use cases run are the ``variant~`` of these paths), ``--tag`` the job's directories.
+Rank 0 records each use case as it finishes (ctx.settle: what an aborted job finished stands);
+after the launcher, the same command with ``--after RC --log LOG`` unmounts and removes what the
+job left behind, and gives each use case it never finished a failure record saying why::
+
+    mpirun -n 5 python3 -m studies.mpifuse.run read_scaling --config JSON \\
+        --params '{"source": "home", "nodes": 4, "size": "10MB"}' --rep 2 --tag T --out RAW...
+    python3 -m studies.mpifuse.run read_scaling --after RC --log LOG ...   # the same arguments
 """
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
 import os
-import re
 import shutil
 import socket
-import subprocess
 import sys
 import time
 import traceback
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
-from repro import cli, paramspace, procs, provenance, rawio
+from repro import paramspace, procs, rawio, runner
 from studies.mpifuse import layout
+# the file systems' side, shared with every study that runs them (fusespeed)
+from systems.mpifuse.python.runkit import (CHUNK, generate, idle_barrier, link_counters, load_mpifuse, read_dir,
+                                           remove_leftovers, resolve_source, tool_versions)
 
 REPO = Path(__file__).resolve().parents[3]
-
-CHUNK = 4 << 20
 
 
 def say(msg: str) -> None:
@@ -53,82 +58,6 @@ def say(msg: str) -> None:
 
 def warn(msg: str) -> None:
     print(f"[mpifuse] {msg}", file=sys.stderr, flush=True)
-
-
-# --------------------------------------------------------------------------
-# sources: where rank 0 writes, where node i reads
-# --------------------------------------------------------------------------
-def resolve_source(cfg: dict, source: str) -> dict:
-    sec = cfg[source]
-    if source == "home" and sec.get("kind") == "emulated":
-        state_dir = os.environ.get("HOMEFS_STATE")
-        if not state_dir:
-            raise SystemExit("home.kind=emulated needs the homefs emulation: run under "
-                             "systems/homefs/homefs.py run ... (HOMEFS_STATE is not set)")
-        st = json.loads((Path(state_dir) / "homefs.json").read_text())
-        return {"write": st["export"], "read": st["mnt_template"], "homefs": st}
-    path = layout.expand_path(sec["path"])
-    return {"write": path, "read": path, "homefs": None}
-
-
-def read_dir(src: dict, node: int) -> str:
-    return src["read"].format(node=node)
-
-
-def link_counters(src: dict) -> dict | None:
-    st = src.get("homefs")
-    if not st:
-        return None
-    from systems.homefs import homefs
-
-    return homefs.counters(st)
-
-
-def load_mpifuse():
-    """The file systems' ctypes wrapper: the image's installed copy (its PYTHONPATH), else
-    systems/mpifuse/python (which finds systems/mpifuse/build/libmpifuse.so)."""
-    try:
-        import mpifuse
-    except ImportError:
-        from systems.mpifuse.python import mpifuse
-    return mpifuse
-
-
-def generate(path: str, size: int) -> tuple[str, float]:
-    """Write `size` random bytes from /dev/urandom; return (sha256, seconds)."""
-    t0 = time.monotonic()
-    h = hashlib.sha256()
-    left = size
-    with open("/dev/urandom", "rb", buffering=0) as rnd, open(path, "wb") as out:
-        while left:
-            b = rnd.read(min(CHUNK, left))
-            h.update(b)
-            out.write(b)
-            left -= len(b)
-        out.flush()
-        os.fsync(out.fileno())
-    return h.hexdigest(), time.monotonic() - t0
-
-
-def idle_barrier(comm, poll: float = 0.001) -> None:
-    """A barrier that sleeps while it waits. A blocking MPI wait spins a core; on one host
-    the ranks that already finished (and rank 0) would steal CPU from the nodes still working."""
-    req = comm.Ibarrier()
-    while not req.Test():
-        time.sleep(poll)
-
-
-def tool_versions(MPI) -> dict:
-    v = {"mpi": MPI.Get_library_version().splitlines()[0].strip().rstrip("\x00"),
-         "sha256sum": provenance.tool_version(["sha256sum", "--version"]),
-         "fuse": provenance.tool_version(["fusermount3", "--version"])}
-    try:
-        import mpi4py
-
-        v["mpi4py"] = mpi4py.__version__
-    except ImportError:
-        pass
-    return v
 
 
 # --------------------------------------------------------------------------
@@ -162,11 +91,12 @@ def node_problems(results, info) -> tuple[list[str], bool]:
 
 
 class Bench:
-    def __init__(self, args, cfg):
+    def __init__(self, args, ctx: runner.Context):
         from mpi4py import MPI
 
         self.MPI = MPI
-        self.args, self.cfg = args, cfg
+        self.args, self.cfg, self.ctx = args, ctx.cfg, ctx
+        cfg = ctx.cfg
         self.world = MPI.COMM_WORLD
         self.rank, self.size = self.world.Get_rank(), self.world.Get_size()
         self.n = args.nodes
@@ -177,15 +107,15 @@ class Bench:
         self.kind = layout.system_kind(cfg, args.source)
         self.current_rec = None  # rank 0: the record of the test in progress
         self.current_out = None
-        self.fault = dict(f.split(":", 1) for f in args.inject_fault) if args.inject_fault else {}
+        self.fault = dict(f.split(":", 1) for f in args.inject_fault)
         self.watchdog = procs.Watchdog(self._on_timeout)
 
     # ---- failure paths -------------------------------------------------
     def abort(self, why: str, code: int = 4, kind: str | None = None):
         warn(f"rank {self.rank}: FATAL: {why}; aborting the MPI job")
         if self.rank == 0 and self.current_rec is not None:
-            try:
-                rawio.write_failure(self.current_out, rawio.finish(self.current_rec), why, kind)
+            try:  # the use case in progress; the others are the --after step's
+                self.ctx.settle(self.current_out, runner.RunFailed(why, self.current_rec, kind=kind))
             except Exception as exc:  # noqa: BLE001
                 warn(f"could not write the failure record: {exc!r}")
         sys.stdout.flush()
@@ -320,13 +250,11 @@ class Bench:
 
     def run_variant(self, v: layout.Variant, index: int, total: int) -> bool:
         a, cfg = self.args, self.cfg
-        out = layout.raw_path(a.source, v.name, a.nodes, a.size, a.rep, a.raw_dir)
-        params = {"source": a.source, "variant": v.name, "nodes": a.nodes, "size": a.size}
+        out = a.outs[v.name]
         opts = dict(layout.variant_options(cfg, v.name), timeout=int(self.timeout)) if v.mode else {}
         if self.rank == 0:
             self.current_out = out
-            self.current_rec = rawio.new_record(layout.STUDY, layout.EXPERIMENT, params, a.rep, self.kind,
-                                                self.versions)
+            self.current_rec = self.ctx.record(self.versions, self.kind, params=a.params(v.name), out=out)
         # 1. start the file system of this use case on nodes 1..n (not timed)
         fs, start_err = None, ""
         with self.phase(120 + self.timeout / 4, f"starting {v.mode or 'no'} file system for {v.name}"):
@@ -342,7 +270,8 @@ class Bench:
         if any(start_errs):
             if self.rank == 0:
                 why = f"file system did not start: {next(e for e in start_errs if e)}"
-                rawio.write_failure(out, rawio.finish(self.current_rec), why)
+                self.ctx.settle(out, runner.RunFailed(why, self.current_rec))
+                self.current_rec = None
                 say(f"{a.source} {v.name} n={a.nodes} {a.size} rep {a.rep + 1}/{a.reps_total}: FAILED ({why})")
             return False
 
@@ -417,11 +346,10 @@ class Bench:
         self.current_rec = None  # this test's record is written here, not by an abort
         if problems:
             why = "; ".join(problems)
-            rawio.write_failure(out, rawio.finish(rec), why)
+            self.ctx.settle(out, runner.RunFailed(why, rawio.finish(rec)))
             say(f"{label}: FAILED ({why}) [use case {index}/{total}]")
             return False, fatal
-        rawio.clear_failure(out)
-        rawio.write_json_atomic(out, rawio.finish(rec))
+        self.ctx.settle(out, rec)
         gbps = n * S / run_time / 1e9
         say(f"{label}: {run_time:.3f} s ({gbps:.3f} GB/s aggregate, {bfs / S:.2f}x the file from the source"
             + (f", {link / S:.2f}x on the home link" if link is not None else "") + f") [use case {index}/{total}]")
@@ -521,7 +449,7 @@ class Bench:
         }
 
     # ---- the run ---------------------------------------------------------------
-    def run(self) -> int:
+    def run(self) -> bool:
         a = self.args
         with self.phase(300, "set-up"):
             self.setup()
@@ -552,115 +480,78 @@ class Bench:
         if self.rank == 0:
             say(f"run {a.source} n={a.nodes} {a.size} rep {a.rep + 1}/{a.reps_total}: "
                 + ("all use cases ok" if ok_all else "FAILED (see failure records above)"))
-        return 0 if ok_all else 3
+        return ok_all
 
 
 # --------------------------------------------------------------------------
-# after the launcher: post-mortem records and leftovers
+# the experiment (repro.runner): every rank runs it; rank 0 records
 # --------------------------------------------------------------------------
-# lines of a launcher's log that say why a job ended: a crash, a lost node or rank, a timeout, an abort
-_EVIDENCE = re.compile(r"caught signal|segmentation fault|signal \d+|core dumped|killed by|node fail|\blost\b|"
-                       r"unreachable|timed out|timeout:|time limit|MPI_ABORT|abort|FATAL|error|exited|"
-                       r"non-zero exit", re.I)
+RUN = runner.Experiments(layout.STUDY)
 
 
-def log_evidence(log: str | None, rc: int) -> tuple[str, str]:
-    """(the lines of the launcher's log that say why the job ended -- else its last lines, else that
-    there is no log --, the failure's kind: repro.rawio.classify of those lines and the exit status;
-    a job that ended non-zero with nothing recognisable is a crash)."""
+def job_args(ctx: runner.Context) -> SimpleNamespace:
+    """The job's configuration from the run contract: --params (source, nodes, size; launcher, and the
+    tests' inject_fault and keep_dir), the use cases from the --out paths (variant~V, in their order;
+    every other dimension of a path must be the job's), ctx.tag."""
+    p, cfg = ctx.params, ctx.cfg
+    missing = [k for k in ("source", "nodes", "size") if k not in p]
+    if missing:
+        raise runner.Refused(f"--params lacks {missing}")
+    if not ctx.tag:
+        raise runner.Refused("--tag is needed: the job's directories on the sources and the nodes")
+    source, nodes, size = p["source"], int(p["nodes"]), str(p["size"])
+    want = {"source": source, "nodes": str(nodes), "size": size, "rep": str(ctx.rep)}
+    outs = {}
+    for path in ctx.outs:
+        dims = paramspace.parse_path(path)
+        if dims.get("variant") not in layout.VARIANTS or {k: dims.get(k) for k in want} != want:
+            raise runner.Refused(f"--out {path}: not a raw file of this job ({want}, variant~ one of "
+                                 f"{layout.VARIANT_ORDER})")
+        outs[dims["variant"]] = path
+    return SimpleNamespace(
+        source=source, nodes=nodes, size=size, rep=ctx.rep, reps_total=cfg["repeats"], variants=list(outs),
+        outs=outs, tag=ctx.tag, launcher=p.get("launcher", "local"), keep_dir=bool(p.get("keep_dir")),
+        inject_fault=list(p.get("inject_fault", [])),  # TEST ONLY: wrong-hash:V | hang:V | lost-rank:V (node 1)
+        params=lambda v: {"source": source, "variant": v, "nodes": nodes, "size": size})
+
+
+@RUN.experiment(layout.EXPERIMENT)
+def read_scaling(ctx: runner.Context):
+    """One n+1-rank run of every use case (the --out paths). Rank 0 settles each use case's record as
+    it finishes and returns {}; the other ranks return None. An error on any rank ends every rank now
+    (MPI_Abort): rank 0 first records the use case in progress; the --after step the rest. SIGTERM on
+    rank 0 is the runner's (each unfinished use case: 'stopped by SIGTERM')."""
+    a = job_args(ctx)
+    kind = layout.system_kind(ctx.cfg, a.source)
+    for v, path in a.outs.items():  # each use case's record until it starts (a failure before names it)
+        ctx.record(system_kind=kind, params=a.params(v), out=path)
+    bench = Bench(a, ctx)
     try:
-        lines = [x.rstrip() for x in Path(log).read_text(errors="replace").splitlines() if x.strip()] if log else []
-    except OSError as exc:
-        lines, missing = [], f"(its log {log} could not be read: {exc.strerror})"
-    else:
-        missing = "(no log named)" if not log else "(its log is empty)"
-    hits = [x for x in lines if _EVIDENCE.search(x)]
-    if len(hits) > 9:  # the first lines (the cause) and the last (how it ended)
-        hits = hits[:6] + ["..."] + hits[-3:]
-    text = " | ".join(hits or lines[-5:]) or missing
-    text = text if len(text) <= 3000 else text[:2000] + " ... " + text[-1000:]
-    kind = rawio.classify(text, rc)
-    return text, ("crash" if kind == "error" and rc else kind)
-
-
-def finish(args, cfg) -> int:
-    """Runs on the batch node after mpirun/srun: lazy-unmount and remove what the run left
-    behind, and give every expected raw file that neither exists nor has a failure record one
-    (the job died: a lost rank, an abort, the wall-clock limit)."""
-    tag = args.tag
-    roots = [os.path.join(layout.expand_path(cfg[k]), tag) for k in ("mount_dir", "local_dir", "shm_dir")]
-    try:
-        mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
-    except OSError:
-        mounts = []
-    for mp in mounts:
-        mp = mp.replace("\\040", " ")
-        if any(mp.startswith(r + "/") for r in roots):
-            warn(f"finish: lazy-unmounting leftover {mp}")
-            subprocess.run(["fusermount3", "-u", "-z", mp], capture_output=True)
-    for r in roots:
-        shutil.rmtree(r, ignore_errors=True)
-    if args.source != "home" or cfg["home"].get("kind") != "emulated":
-        try:
-            src = resolve_source(cfg, args.source)
-            shutil.rmtree(os.path.join(src["write"], tag), ignore_errors=True)
-        except SystemExit:
-            pass
-    if args.finish == 0:
-        return 0
-    kind = layout.system_kind(cfg, args.source)
-    evidence, fkind = log_evidence(args.log, args.finish)
-    n = 0
-    for v in args.variants:
-        out = layout.raw_path(args.source, v, args.nodes, args.size, args.rep, args.raw_dir)
-        if os.path.exists(out) or os.path.exists(rawio.failure_path(out)):
-            continue
-        rec = rawio.new_record(layout.STUDY, layout.EXPERIMENT,
-                               {"source": args.source, "variant": v, "nodes": args.nodes, "size": args.size},
-                               args.rep, kind)
-        rec["extra"] = {"job_tag": tag, "launcher_rc": args.finish, "log": args.log or ""}
-        why = (f"the job ended with exit status {args.finish} before this use case finished; "
-               f"the launcher's log ({args.log or 'not named'}) says: {evidence}")
-        rawio.write_failure(out, rec, why, fkind)
-        n += 1
-    warn(f"finish: launcher exit status {args.finish}; {n} failure record(s) written for unfinished use cases")
-    return 0
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", required=True, help="the mpifuse config section as JSON (or @file)")
-    ap.add_argument("--source", required=True, choices=["home", "scratch"])
-    ap.add_argument("--nodes", type=int, required=True, help="system nodes n (ranks = n+1)")
-    ap.add_argument("--size", required=True)
-    ap.add_argument("--rep", type=int, required=True)
-    ap.add_argument("--reps-total", type=int, default=0)
-    ap.add_argument("--variants", default="", help="comma separated (default: the config's)")
-    ap.add_argument("--tag", required=True, help="unique name of this job's directories")
-    ap.add_argument("--raw-dir", default=layout.RAW_DIR)
-    ap.add_argument("--launcher", default="local")
-    ap.add_argument("--keep-dir", action="store_true")
-    ap.add_argument("--inject-fault", action="append", default=[],
-                    help="TEST ONLY: wrong-hash:VARIANT | hang:VARIANT | lost-rank:VARIANT (node 1)")
-    ap.add_argument("--finish", type=int, default=None, metavar="RC",
-                    help="post-mortem after the launcher exited with RC (no MPI)")
-    ap.add_argument("--log", default="")
-    args = ap.parse_args(argv)
-    cfg = cli.load_config(args.config)
-    args.variants = [v for v in (args.variants.split(",") if args.variants else cfg["variants"]) if v]
-    bad = [v for v in args.variants if v not in layout.VARIANTS]
-    if bad:
-        ap.error(f"unknown variant(s) {bad}; known: {layout.VARIANT_ORDER}")
-    args.reps_total = args.reps_total or cfg["repeats"]
-    if args.finish is not None:
-        return finish(args, cfg)
-    bench = Bench(args, cfg)
-    try:
-        return bench.run()
-    except Exception as exc:  # noqa: BLE001 -- any error on one rank must end every rank now
+        ok = bench.run()
+    except runner.Terminated:
+        if bench.rank == 0:
+            raise
+        bench.abort("stopped by a signal", kind="error")
+    except BaseException as exc:  # noqa: BLE001 -- any error on one rank must end every rank now
         bench.abort(f"unexpected error {exc!r}\n{traceback.format_exc()}", kind="crash")
         raise
+    if bench.rank != 0:
+        return None
+    if not ok:
+        ctx.progress("some use cases failed (their failure records are written)")
+    return {}
+
+
+@RUN.after(layout.EXPERIMENT)
+def read_scaling_after(ctx: runner.Context, rc: int) -> None:
+    """On the batch node after mpirun/srun: lazy-unmount and remove what the run left behind; each use
+    case's record (params, job_tag) for the failure record of one it never finished (the runner's)."""
+    a, cfg = job_args(ctx), ctx.cfg
+    remove_leftovers(cfg, a.source, a.tag, warn=lambda m: warn(f"after: {m}"))
+    kind = layout.system_kind(cfg, a.source)
+    for v, path in a.outs.items():
+        ctx.record(system_kind=kind, params=a.params(v), out=path)["extra"] = {"job_tag": a.tag}
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(RUN.main())

@@ -17,6 +17,7 @@ import pytest
 
 from repro import config as repro_config
 from repro import procs
+from studies.mpifuse import layout
 from systems.homefs.tests.homefs_testlib import PY, build_system, homefs_ready, missing_prereq  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[4]
@@ -61,19 +62,20 @@ def study_config(tmp: Path, scale: str = "local", **over) -> dict:
 
 def run_bench(cfg: dict, tmp: Path, source: str, nodes: int, size: str, rep: int = 0, variants=None,
               faults=(), timeout: int = 300, raw_dir: Path | None = None) -> subprocess.CompletedProcess:
-    """The rule's command line: [homefs run --] mpirun -n n+1 mpifuse_bench.py ...; then --finish rc."""
+    """The rule's command line: [homefs run --] mpirun -n n+1 python3 -m studies.mpifuse.run read_scaling
+    ... --out <one raw file per use case>; then the same arguments with --after rc --log (p.finish)."""
     cfgfile = tmp / "mpifuse.json"
     cfgfile.write_text(json.dumps(cfg))
     raw_dir = raw_dir or tmp / "results" / "mpifuse" / "raw"
     tag = f"rmf-t{os.getpid()}-{nodes}-{rep}"
-    common = ["--config", f"@{cfgfile}", "--source", source, "--nodes", str(nodes), "--size", size,
-              "--rep", str(rep), "--tag", tag, "--raw-dir", str(raw_dir)]
-    if variants:
-        common += ["--variants", ",".join(variants)]
+    params = {"source": source, "nodes": nodes, "size": size, "launcher": "local"}
+    if faults:
+        params["inject_fault"] = list(faults)
+    outs = [layout.raw_path(source, v, nodes, size, rep, str(raw_dir)) for v in (variants or cfg["variants"])]
+    common = ["read_scaling", "--config", f"@{cfgfile}", "--params", json.dumps(params), "--rep", str(rep),
+              "--tag", tag, "--out", *outs]
     cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-n", str(nodes + 1), PY,
            "-m", "studies.mpifuse.run", *common]
-    for f in faults:
-        cmd += ["--inject-fault", f]
     if source == "home" and cfg["home"]["kind"] == "emulated":
         h = cfg["home"]
         cmd = [PY, str(REPO / "systems" / "homefs" / "homefs.py"), "run", "--state", f"{h['state_dir']}/{tag}",
@@ -81,9 +83,9 @@ def run_bench(cfg: dict, tmp: Path, source: str, nodes: int, size: str, rep: int
     env = mpi_env()
     p = subprocess.run(["timeout", "-k", "10", str(timeout), *cmd], capture_output=True, text=True, env=env,
                        cwd=REPO)
-    log = tmp / f"{tag}.log"  # the rule's log: the launcher's output, which --finish reads for why it ended
+    log = tmp / f"{tag}.log"  # the rule's log: the launcher's output, which --after reads for why it ended
     log.write_text(p.stdout + p.stderr)
-    fin = subprocess.run([PY, "-m", "studies.mpifuse.run", "--finish", str(p.returncode), *common,
+    fin = subprocess.run([PY, "-m", "studies.mpifuse.run", *common, "--after", str(p.returncode),
                           "--log", str(log)], capture_output=True, text=True, env=env, cwd=REPO)
     p.finish = fin
     return p
