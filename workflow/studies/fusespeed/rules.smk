@@ -8,7 +8,8 @@
 # systems, in-process through libmpifuse). The file systems are mpifuse's: the declaration says so
 # (uses), and mpifuse provides them through the engine (workflow/rules/uses.smk: what must be built,
 # the launcher's wrapper, the stand-ins, the published values and its run section, which the job gets
-# beside its own as --mpifuse, so a file system runs here with the options the mpifuse study gives it).
+# beside its own as --uses mpifuse=, so a file system runs here with the options the mpifuse study gives
+# it; the job reads them through systems/mpifuse/python/runkit.py, nothing of mpifuse's folder).
 # Nothing here reads mpifuse's rules, and the Snakefile's include order does not matter. Raw file:
 #   results/fusespeed/raw/source~S/size~Z/rep~0.json
 
@@ -63,10 +64,15 @@ rule fusespeed_run:
         cfg=lambda wc: run_json("fusespeed"),
         systems=FS_SYSTEMS.fact("config"),
         mpi_env=MPI_ENV,
+    # the run contract (repro.runner): mpifuse's run section as --uses mpifuse=; after the launcher, the
+    # same arguments with --after $rc clean up and record a job that ended without a record, saying why
     shell:
-        "({params.mpi_env}; tag=rmf-$$-$RANDOM;"
-        " {params.wrap} {params.launch} {params.exec} python3 -m studies.fusespeed.run --config {params.cfg}"
-        " --mpifuse {params.systems} --tag $tag --out {output}) > {log} 2>&1"
+        "({params.mpi_env}; tag=rmf-$$-$RANDOM; rc=0;"
+        " {params.wrap} {params.launch} {params.exec} python3 -m studies.fusespeed.run speed --config {params.cfg}"
+        " --uses mpifuse={params.systems} --tag $tag --out {output} || rc=$?;"
+        " {params.exec} python3 -m studies.fusespeed.run speed --config {params.cfg}"
+        " --uses mpifuse={params.systems} --tag $tag --out {output} --after $rc --log {log};"
+        " exit $rc) > {log} 2>&1"
 
 
 # the report: every number recomputed from the raw file; the paper's passthrough cost from the

@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
 """How close the mpifuse file systems run to this machine's limits (not a paper experiment).
 
+The run contract is repro.runner's (one experiment, speed)::
+
+    mpirun -n K+1 python3 -m studies.fusespeed.run speed --config FUSESPEED --uses mpifuse=MPIFUSE \\
+        --tag T --out RAW
+    python3 -m studies.fusespeed.run speed ... --after RC --log LOG     # after the launcher, the same
+
 ``--config`` is the fusespeed section (what this benchmark varies: source, size, nodes, repeats,
-variants, idle_s); ``--mpifuse`` is mpifuse's run section (the file systems' options, the sources,
-mount_dir, timeout): the file systems are mounted as the mpifuse study configures them.
+variants, idle_s); ``--uses mpifuse=`` is mpifuse's run section (the file systems' options, the
+sources, mount_dir, timeout), which the engine hands to a study that declares it uses mpifuse's
+systems (workflow/rules/uses.smk): the file systems are mounted as the mpifuse study configures
+them, read through systems/mpifuse/python/runkit.py -- nothing of the mpifuse study's folder.
 
 Run with max(fusespeed.nodes)+1 MPI ranks (rank 0 writes the files, ranks 1..k read):
 
@@ -31,7 +39,9 @@ Run with max(fusespeed.nodes)+1 MPI ranks (rank 0 writes the files, ranks 1..k r
 
 A measurement that goes wrong (a wrong hash, a mount that fails, a short read) is recorded as
 failed with its reason in ``extra.failures`` and carries no throughput; the job goes on. One raw
-file (repro.raw/1); its load_start/load_end say how busy the machine was.
+file (repro.raw/1); its load_start/load_end say how busy the machine was. An error that ends the
+job (on any rank: every rank is aborted) is a failure record at the raw file's failed/ path; the
+--after step writes one saying why the launcher ended when no rank could.
 """
 
 from __future__ import annotations
@@ -47,10 +57,9 @@ import time
 import uuid
 from pathlib import Path
 
-from repro import cli, paramspace, procs, provenance, rawio
+from repro import paramspace, procs, provenance, rawio, runner
 from studies.fusespeed import kpt
-from studies.mpifuse import layout
-from studies.mpifuse import run as mb
+from systems.mpifuse.python import runkit
 
 REPO = Path(__file__).resolve().parents[3]
 STUDY = "fusespeed"
@@ -111,7 +120,7 @@ def ceiling_options(cfg: dict) -> list[str]:
     """fuseceiling's command-line knobs matching the mounts of CEILING_LIKE (osr-refined): its FUSE
     request size (max_read), its readahead (readahead_kb, 0 = libmpifuse's 4 x max_read, -1 = the
     kernel's) and its FUSE loop (threads off = single-threaded, -s)."""
-    o = layout.fs_options(cfg, CEILING_LIKE)
+    o = runkit.fs_options(cfg, CEILING_LIKE)
     max_read = paramspace.size_bytes(str(o.get("max_read", "1MiB")))
     ra = o.get("readahead_kb", 0)
     ra = -1 if str(ra).lower() in ("-1", "off") else paramspace.size_bytes(str(ra)) if ra else 0
@@ -231,8 +240,8 @@ class Job:
     and what it records (metrics, the file systems' options, failures, counters). Every step below
     is collective: each rank calls it with the same arguments, in the same order."""
 
-    def __init__(self, a, cfg: dict, MPI):
-        self.a, self.cfg, self.MPI = a, cfg, MPI
+    def __init__(self, tag: str, cfg: dict, MPI):
+        self.cfg, self.MPI = cfg, MPI
         self.sp = sp = cfg["speed"]
         self.world = world = MPI.COMM_WORLD
         self.rank = rank = world.Get_rank()
@@ -241,26 +250,26 @@ class Job:
             print(f"[fusespeed] needs {self.kmax + 1} ranks, got {world.Get_size()}", file=sys.stderr)
             world.Abort(2)
         self.size = paramspace.size_bytes(sp["size"])
-        self.timeout = layout.test_timeout(cfg, sp["size"], self.kmax) * 2
-        self.src = mb.resolve_source(cfg, sp["source"])
-        self.top = os.path.join(layout.expand_path(cfg["mount_dir"]), a.tag)
+        self.timeout = runkit.test_timeout(cfg, sp["size"], self.kmax) * 2
+        self.src = runkit.resolve_source(cfg, sp["source"])
+        self.top = os.path.join(runkit.expand_path(cfg["mount_dir"]), tag)
         self.mnt = os.path.join(self.top, f"mnt{rank}")
-        self.sub = a.tag
+        self.sub = tag
         if rank == 0:
             os.makedirs(os.path.join(self.src["write"], self.sub), exist_ok=True)
         else:
             os.makedirs(self.mnt, exist_ok=True)
-        mb.idle_barrier(world)
+        runkit.idle_barrier(world)
         # where each rank ran (the Slurm node, else this host), as mpifuse's runs record it: the raw file
         # names its job and nodes, so a rehearsal can tell which job wrote it and where its ranks were
         self.ranks = world.allgather({"rank": rank, "node": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
                                       "pid": os.getpid()})
         self.comms = {k: world.Split(1 if 1 <= rank <= k else MPI.UNDEFINED, rank)
                       for k in sorted(set(sp["nodes"]) | {1})}
-        self.plan = plan = variant_plan(sp, layout.fs_options(cfg, "passthrough"))
+        self.plan = plan = variant_plan(sp, runkit.fs_options(cfg, "passthrough"))
         self.metrics, self.notes, self.failures, self.fs_stats, self.idle_stats = [], {}, [], [], []
         self.orders = []
-        self.mpifuse = mb.load_mpifuse() if any(m not in (None, kpt.VARIANT) for _, m, _ in plan) else None
+        self.mpifuse = runkit.load_mpifuse() if any(m not in (None, kpt.VARIANT) for _, m, _ in plan) else None
         self.ceiling_fs, self.ceiling_why = {}, {}  # per ceiling mode (CEILINGS)
 
     def say(self, msg):
@@ -272,15 +281,15 @@ class Job:
         info = None
         if self.rank == 0:
             rel = f"{self.sub}/speed-{uuid.uuid4().hex[:12]}.bin"
-            sha, _ = mb.generate(os.path.join(self.src["write"], rel), self.size)
+            sha, _ = runkit.generate(os.path.join(self.src["write"], rel), self.size)
             info = {"rel": rel, "sha": sha}
-        mb.idle_barrier(self.world)
+        runkit.idle_barrier(self.world)
         return self.world.bcast(info, root=0)
 
     def drop_file(self, info):
         if self.rank == 0:
             os.unlink(os.path.join(self.src["write"], info["rel"]))
-        mb.idle_barrier(self.world)
+        runkit.idle_barrier(self.world)
 
     def reader(self, cmd_for_path, path):
         r = procs.run_child(cmd_for_path(path), self.timeout)
@@ -291,14 +300,14 @@ class Job:
     def start_fs(self, comm, mode, node, extra=None, stats_name="kpt"):
         """One file system on this rank: libmpifuse in-process, or a kpassthrough server."""
         if mode == kpt.VARIANT:
-            return kpt.KMount(mb.read_dir(self.src, node), self.mnt,
+            return kpt.KMount(runkit.read_dir(self.src, node), self.mnt,
                               os.path.join(self.top, f"{stats_name}-rank{self.rank}.json"))
         if mode in CEILINGS:
             tag = "" if mode == CEILING else "-io_uring"
             return CMount(os.path.join(self.top, f"ceiling{self.rank}{tag}"),
                           ceiling_options(self.cfg) + CEILINGS[mode], self.size, 2 * self.sp["repeats"], self.timeout)
-        o = dict(layout.fs_options(self.cfg, mode), timeout=int(self.timeout), **(extra or {}))
-        return self.mpifuse.start(comm, mode, mb.read_dir(self.src, node), self.mnt, **o), o
+        o = dict(runkit.fs_options(self.cfg, mode), timeout=int(self.timeout), **(extra or {}))
+        return self.mpifuse.start(comm, mode, runkit.read_dir(self.src, node), self.mnt, **o), o
 
     def start_ceiling(self):
         """The FUSE ceilings (over /dev/fuse; over io_uring where asked), once per job before the first
@@ -361,7 +370,7 @@ class Job:
                           (os.path.join(base, info["rel"]), info["sha"]))
             c_before = fs.stats() if mode in CEILINGS else None
             # warm the source's page cache first, so both sides read the same cached source
-            self.reader(DD, os.path.join(mb.read_dir(self.src, 1), info["rel"]))
+            self.reader(DD, os.path.join(runkit.read_dir(self.src, 1), info["rel"]))
             kp = fs.pid if mode in (kpt.VARIANT, *CEILINGS) else "self"
             c0, ch0 = kpt.cpu_s(kp), children_cpu()
             t0 = MPI.Wtime()
@@ -398,12 +407,12 @@ class Job:
         fs, res, why = None, None, ""
         if self.rank == 1 and mode:
             fs, why = self.mount_reader_fs(variant, mode, extra)
-        mb.idle_barrier(self.world)
+        runkit.idle_barrier(self.world)
         if self.rank == 1 and not why:
             res, why = self.timed_read(info, variant, mode, fs, tool, cmdf)
         if fs is not None and mode not in CEILINGS:
             fs.stop()
-        mb.idle_barrier(self.world)
+        runkit.idle_barrier(self.world)
         res, why = self.world.bcast((res, why), root=1)
         self.record_one_node({"variant": variant, "tool": tool, "nodes": 1, "rep": rep}, res, why)
         self.drop_file(info)
@@ -443,27 +452,27 @@ class Job:
         fs = None
         c = self.comms[k]
         if c != MPI.COMM_NULL and mode:
-            fs = self.mpifuse.start(c, mode, mb.read_dir(self.src, rank), self.mnt,
-                                    **dict(layout.fs_options(self.cfg, mode), timeout=int(self.timeout)))
+            fs = self.mpifuse.start(c, mode, runkit.read_dir(self.src, rank), self.mnt,
+                                    **dict(runkit.fs_options(self.cfg, mode), timeout=int(self.timeout)))
             fs.reset()
-        mb.idle_barrier(world)
+        runkit.idle_barrier(world)
         got = None
         if c != MPI.COMM_NULL:
-            base = self.mnt if mode else mb.read_dir(self.src, rank)
+            base = self.mnt if mode else runkit.read_dir(self.src, rank)
             t0 = MPI.Wtime()
             r = self.reader(SHA, os.path.join(base, info["rel"]))
             t = MPI.Wtime() - t0
             ok = r.stdout.split()[0] == info["sha"]
             got = {"time": t, "ok": ok, "src_bytes": fs.stats()["bytes_read_source"] if fs
                    else r.io.get("rchar", 0)}
-        mb.idle_barrier(world)
+        runkit.idle_barrier(world)
         if fs:
             # the kernel's RELEASE of the reader's file is asynchronous: give it time to reach
             # the file system before the collective stop (stopping first made libmpifuse free
             # the file with a local open and hang in its final barrier at load ~10, n >= 2)
             time.sleep(SETTLE_S)
             fs.stop()
-        mb.idle_barrier(world)
+        runkit.idle_barrier(world)
         allv = [g for g in world.allgather(got) if g]
         if not all(g["ok"] for g in allv):
             raise RuntimeError(f"{variant} k={k}: wrong hash")
@@ -515,17 +524,17 @@ class Job:
         got, fs = None, None
         if c != self.MPI.COMM_NULL:
             got, fs = self.idle_mount(mode, c)
-        mb.idle_barrier(self.world)
+        runkit.idle_barrier(self.world)
         self.world.Barrier()
         if got is not None:
             self.idle_window(mode, got, fs)
-        mb.idle_barrier(self.world)
+        runkit.idle_barrier(self.world)
         if got is not None:
             c0 = kpt.cpu_s()
             if fs is not None:
                 fs.stop()
             got["unmount_cpu_s"] = kpt.cpu_s() - c0
-        mb.idle_barrier(self.world)
+        runkit.idle_barrier(self.world)
         self.record_idle(name, [g for g in self.world.allgather(got) if g])
 
     def record_idle(self, name, allv):
@@ -551,13 +560,15 @@ class Job:
 
     # ---- the raw file, clean-up ----
 
-    def finish(self, load_start, started_at):
-        """Rank 0 writes the raw file (with rank 1's file system options); every rank cleans up."""
+    def finish(self, ctx: runner.Context, load_start, started_at) -> dict | None:
+        """Rank 0's raw record (with rank 1's file system options; the runner writes it); every rank
+        cleans up."""
         cfg, sp, src = self.cfg, self.sp, self.src
         notes = self.world.bcast(self.notes, root=1)
+        rec = None
         if self.rank == 0:
-            rec = rawio.new_record(STUDY, "speed", {"source": sp["source"], "size": sp["size"]}, 0,
-                                   layout.system_kind(cfg, sp["source"]), mb.tool_versions(self.MPI))
+            rec = ctx.record(runkit.tool_versions(self.MPI), runkit.system_kind(cfg, sp["source"]),
+                             params=speed_params(sp), out=ctx.out)
             rec["load_start"], rec["started_at"] = load_start, started_at
             rec["metrics"] = self.metrics
             rec["extra"] = {"fs_options": notes, "study_fs_options": cfg.get("fs_options", {}),
@@ -567,59 +578,88 @@ class Job:
                             "idle_stats": self.idle_stats, "kernel": os.uname().release, "cpus": os.cpu_count(),
                             "note": NOTE, "ranks": self.ranks,
                             "slurm_job_id": os.environ.get("SLURM_JOB_ID", "")}
-            rawio.write_json_atomic(self.a.out, rawio.finish(rec))
             shutil.rmtree(os.path.join(src["write"], self.sub), ignore_errors=True)
-            self.say(f"wrote {self.a.out}")
         else:
             try:
                 os.rmdir(self.mnt)
             except OSError:
                 pass
-        mb.idle_barrier(self.world)
+        runkit.idle_barrier(self.world)
         if self.rank == 0:
             shutil.rmtree(self.top, ignore_errors=True)
+        return rec
 
 
-def config(a) -> dict:
-    """What the job reads: mpifuse's run section with this study's section as its `speed` (the shape
-    the benchmark had inside mpifuse)."""
-    return {**cli.load_config(a.mpifuse), "speed": cli.load_config(a.config)}
+RUN = runner.Experiments(STUDY)
 
 
-def main() -> int:
-    ap = cli.parser(__doc__, "tag", "out")
-    ap.add_argument("--mpifuse", required=True, help="mpifuse's run section as JSON (or @file): the file "
-                    "systems' options, the sources, mount_dir, timeout")
-    a, _ = cli.finish(ap)
-    cfg = config(a)
+def speed_params(sp: dict) -> dict:
+    return {"source": sp["source"], "size": sp["size"]}
+
+
+def config(ctx: runner.Context) -> dict:
+    """What the job reads: mpifuse's run section (--uses mpifuse=) with this study's section as its
+    `speed` (the shape the benchmark had inside mpifuse)."""
+    if "mpifuse" not in ctx.uses:
+        raise runner.Refused("--uses mpifuse=JSON is needed: mpifuse's run section (the file systems' options, "
+                             "the sources, mount_dir, timeout)")
+    if not ctx.tag:
+        raise runner.Refused("--tag is needed: the job's directories on the source and the mount points")
+    return {**ctx.uses["mpifuse"], "speed": ctx.cfg}
+
+
+@RUN.experiment("speed")
+def speed(ctx: runner.Context):
+    """The whole benchmark on max(nodes)+1 ranks: rank 0 returns the raw record, the others None. An
+    error on any rank ends every rank (MPI_Abort); rank 0 first records it as the job's failure."""
+    cfg = config(ctx)
+    sp = cfg["speed"]
+    ctx.record(system_kind=runkit.system_kind(cfg, sp["source"]), params=speed_params(sp), out=ctx.out)
     load_start, started_at = provenance.loadavg(), provenance.now_iso()  # before anything of ours runs
     from mpi4py import MPI
 
-    job = Job(a, cfg, MPI)
-    sp = job.sp
-    job.start_ceiling()
-    for rep in range(sp["repeats"]):
-        job.one_node_round(rep)
-        for k in sorted(sp["nodes"]) if rep == 0 else []:  # deterministic: first repeat only
-            for variant, mode in SOURCE_VARIANTS:
-                if variant in sp["variants"]:
-                    job.source_bytes(rep, k, variant, mode)
-    for cfs in job.ceiling_fs.values():
-        cfs.stop()
-    for mode in idle_plan(job.plan) if sp["idle_s"] > 0 else []:
-        job.idle(mode)
-    job.finish(load_start, started_at)
-    return 0
-
-
-if __name__ == "__main__":
     try:
-        sys.exit(main())
-    except Exception as exc:  # noqa: BLE001 - one rank's error must end every rank
+        job = Job(ctx.tag, cfg, MPI)
+        job.start_ceiling()
+        for rep in range(sp["repeats"]):
+            job.one_node_round(rep)
+            for k in sorted(sp["nodes"]) if rep == 0 else []:  # deterministic: first repeat only
+                for variant, mode in SOURCE_VARIANTS:
+                    if variant in sp["variants"]:
+                        job.source_bytes(rep, k, variant, mode)
+        for cfs in job.ceiling_fs.values():
+            cfs.stop()
+        for mode in idle_plan(job.plan) if sp["idle_s"] > 0 else []:
+            job.idle(mode)
+        return job.finish(ctx, load_start, started_at)
+    except BaseException as exc:  # noqa: BLE001 -- one rank's error must end every rank
         import traceback
 
         traceback.print_exc()
-        print(f"[fusespeed] FATAL: {exc}; aborting the MPI job", file=sys.stderr, flush=True)
-        from mpi4py import MPI
-
+        why = f"{type(exc).__name__}: {exc}" if not isinstance(exc, runner.Terminated) else str(exc)
+        print(f"[fusespeed] FATAL: {why}; aborting the MPI job", file=sys.stderr, flush=True)
+        if MPI.COMM_WORLD.Get_rank() == 0:
+            try:
+                ctx.settle(ctx.out, runner.RunFailed(why, kind="error" if isinstance(exc, runner.Terminated)
+                                                     else None))
+            except Exception as exc2:  # noqa: BLE001
+                print(f"[fusespeed] could not write the failure record: {exc2!r}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
         MPI.COMM_WORLD.Abort(1)
+        raise
+
+
+@RUN.after("speed")
+def speed_after(ctx: runner.Context, rc: int) -> None:
+    """On the batch node after the launcher: unmount and remove what the job left behind; the raw
+    file's record (params) for the failure record of a job that never wrote one (the runner's)."""
+    cfg = config(ctx)
+    runkit.remove_leftovers(cfg, cfg["speed"]["source"], ctx.tag, dirs=("mount_dir",),
+                        warn=lambda m: print(f"[fusespeed] after: {m}", file=sys.stderr, flush=True))
+    ctx.record(system_kind=runkit.system_kind(cfg, cfg["speed"]["source"]), params=speed_params(cfg["speed"]),
+               out=ctx.out)["extra"] = {"job_tag": ctx.tag}
+
+
+if __name__ == "__main__":
+    sys.exit(RUN.main())

@@ -29,7 +29,7 @@ def fusespeed_config(over: dict) -> dict:
 
 def run_speed(tmp: Path, speed: dict, name: str) -> tuple[dict, dict, str]:
     """The speed benchmark under mpirun (max(nodes)+1 ranks, 240 s at most) as fusespeed_run runs it:
-    --config the fusespeed section with `speed` merged in, --mpifuse mpifuse's section (paths under
+    --config the fusespeed section with `speed` merged in, --uses mpifuse= mpifuse's section (paths under
     tmp): (its raw record, the job's view of both (mpifuse's section, `speed` = fusespeed's), the tag)."""
     from repro import rawio
 
@@ -37,11 +37,11 @@ def run_speed(tmp: Path, speed: dict, name: str) -> tuple[dict, dict, str]:
     sp = fusespeed_config(speed)
     (tmp / "fusespeed.json").write_text(json.dumps(sp))
     (tmp / "mpifuse.json").write_text(json.dumps(mf))
-    out = tmp / "speed.json"
+    out = tmp / "results" / "fusespeed" / "raw" / f"source~{sp['source']}" / f"size~{sp['size']}" / "rep~0.json"
     tag = f"rmf-t{os.getpid()}-{name}"
     p = subprocess.run(["timeout", "-k", "10", "240", "mpirun", "--oversubscribe", "--bind-to", "none", "-n",
-                        str(max(sp["nodes"]) + 1), PY, "-m", "studies.fusespeed.run",
-                        "--config", f"@{tmp / 'fusespeed.json'}", "--mpifuse", f"@{tmp / 'mpifuse.json'}",
+                        str(max(sp["nodes"]) + 1), PY, "-m", "studies.fusespeed.run", "speed",
+                        "--config", f"@{tmp / 'fusespeed.json'}", "--uses", f"mpifuse=@{tmp / 'mpifuse.json'}",
                         "--tag", tag, "--out", str(out)],
                        capture_output=True, text=True, env=mpi_env(), cwd=REPO)
     assert p.returncode == 0, f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}"

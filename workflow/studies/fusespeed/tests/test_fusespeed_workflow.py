@@ -1,5 +1,5 @@
 """The fusespeed rules (issue 23: the speed benchmark as a study of its own): the cluster plan's run job
-gets the fusespeed section (without the plan-only `enabled`) and mpifuse's run section (--mpifuse: the
+gets the fusespeed section (without the plan-only `enabled`) and mpifuse's run section (--uses mpifuse=: the
 file systems' options; without mpifuse's judging and plan-only keys), so changing fusespeed.enabled or
 mpifuse's figure4 / kick changes no benchmark command while mpifuse's fs_options does; the file systems
 come through the engine (its declaration's uses, workflow/rules/uses.smk), so the plan and the report's
@@ -42,7 +42,9 @@ def _run_cmd(snake, ws, over, name):
 
 
 def _json(cmd, opt):
-    return json.loads(re.search(rf"--{opt} '(\{{.*?\}})'", cmd).group(1))
+    """The JSON of --config, or of --uses mpifuse= (opt "mpifuse": the used study's run section)."""
+    flag = "--config " if opt == "config" else f"--uses {opt}="
+    return json.loads(re.search(rf"{flag}'(\{{.*?\}})'", cmd).group(1))
 
 
 def test_the_run_job_gets_both_sections_and_no_plan_or_judging_key(snake, workspace):
