@@ -276,7 +276,8 @@ def test_after_a_killed_launcher_every_unfinished_configuration_says_why(tmp_pat
     rawio.write_json_atomic(outs[0], rawio.finish(done))
     rawio.write_failure(outs[1], rawio.new_record("toy", "staged", {"i": 1}, 0, "real"), "wrong hash")
     log = tmp_path / "job.log"
-    log.write_text("[toy] started\nprterun noticed that process rank 2 with PID 77 on node n1 exited on signal 9"
+    log.write_text("[toy staged rep 0] +0.0s FAILED: stopped by SIGTERM (a lost cause)\n"
+                   "[toy] started\nprterun noticed that process rank 2 with PID 77 on node n1 exited on signal 9"
                    " (Killed).\nmore output\n")
     AFTER_CLEANED.clear()
     assert LAUNCHED.main(argv + ["--after", "0", "--log", str(log)]) == 0
@@ -289,6 +290,7 @@ def test_after_a_killed_launcher_every_unfinished_configuration_says_why(tmp_pat
     assert rec["params"] == {"i": 2} and rec["extra"] == {"job_tag": "t-1", "launcher_rc": 137, "log": str(log)}
     assert "exit status 137" in rec["failure"] and "rank 2 with PID 77" in rec["failure"]
     assert "more output" not in rec["failure"] and rec["failure_kind"] in rawio.FAILURE_KINDS
+    assert "lost cause" not in rec["failure"]  # the runner's own progress lines are not evidence
     assert "1 failure record(s) written" in capsys.readouterr().err
     # a record that says only that a signal stopped the recording rank gets the launcher's reason
     rec = rawio.new_record("toy", "staged", {"i": 1}, 0, "real")
@@ -297,6 +299,7 @@ def test_after_a_killed_launcher_every_unfinished_configuration_says_why(tmp_pat
     rec = json.loads(rawio.failure_path(outs[1]).read_text())
     assert rec["failure"].startswith("stopped by SIGTERM: the job ended with exit status 137")
     assert "rank 2 with PID 77" in rec["failure"] and rec["failure_kind"] != "error" and rec["params"] == {"i": 1}
+    assert rec["extra"] == {"job_tag": "t-1", "launcher_rc": 137, "log": str(log)}
     # no log: it says so, never an empty reason
     os.unlink(rawio.failure_path(outs[2]))
     assert LAUNCHED.main(argv + ["--after", "1"]) == 0

@@ -333,7 +333,8 @@ class Experiments:
                 print(f"{self.study} {ctx.experiment}: after: clean-up failed: {exc!r}", file=sys.stderr, flush=True)
         if rc == 0:
             return 0
-        evidence, kind = launcher_evidence(log, rc)
+        # the runner's own progress lines say what ran, not why the launcher ended
+        evidence, kind = launcher_evidence(log, rc, skip=f"[{self.study} {ctx.experiment} rep ")
         n = 0
         for path in ctx.outs:
             if os.path.exists(path):
@@ -351,7 +352,8 @@ class Experiments:
             else:
                 rec = dict(ctx._records.get(path) or rawio.new_record(self.study, ctx.experiment, ctx.params,
                                                                       ctx.rep, ctx.system_kind, {}))
-            rec["extra"] = {**(rec.get("extra") or {}), "launcher_rc": rc, "log": log or ""}
+            made = (ctx._records.get(path) or {}).get("extra") or {}  # what the @after hook adds (job_tag)
+            rec["extra"] = {**(rec.get("extra") or {}), **made, "launcher_rc": rc, "log": log or ""}
             rawio.write_failure(path, rec, why, kind)
             n += 1
         print(f"{self.study} {ctx.experiment}: after the launcher (exit status {rc}): {n} failure record(s) "
@@ -383,12 +385,14 @@ _EVIDENCE = re.compile(r"caught signal|segmentation fault|signal \d+|core dumped
                        r"non-zero exit", re.I)
 
 
-def launcher_evidence(log: str | None, rc: int) -> tuple[str, str]:
+def launcher_evidence(log: str | None, rc: int, skip: str | None = None) -> tuple[str, str]:
     """(the lines of the launcher's log that say why the job ended -- else its last lines, else that
     there is no log --, the failure's kind: repro.rawio.classify of those lines and the exit status;
-    a job that ended non-zero with nothing recognisable is a crash)."""
+    a job that ended non-zero with nothing recognisable is a crash). Lines that begin with `skip`
+    are not read."""
     try:
-        lines = [x.rstrip() for x in Path(log).read_text(errors="replace").splitlines() if x.strip()] if log else []
+        lines = [x.rstrip() for x in Path(log).read_text(errors="replace").splitlines()
+                 if x.strip() and not (skip and x.startswith(skip))] if log else []
     except OSError as exc:
         lines, missing = [], f"(its log {log} could not be read: {exc.strerror})"
     else:
