@@ -247,7 +247,8 @@ class Job:
         self.rank = rank = world.Get_rank()
         self.kmax = max(sp["nodes"])
         if world.Get_size() != self.kmax + 1:
-            print(f"[fusespeed] needs {self.kmax + 1} ranks, got {world.Get_size()}", file=sys.stderr)
+            print(f"[fusespeed] FATAL: needs {self.kmax + 1} ranks, got {world.Get_size()}", file=sys.stderr,
+                  flush=True)
             world.Abort(2)
         self.size = paramspace.size_bytes(sp["size"])
         self.timeout = runkit.test_timeout(cfg, sp["size"], self.kmax) * 2
