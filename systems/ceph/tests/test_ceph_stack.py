@@ -77,7 +77,7 @@ def test_a_disk_under_the_floor_is_refused_by_name_before_anything_starts(tmp_pa
     try:
         res = st.stack_cli(SCRIPT, "up", tmp_path / "state", "--data", str(disk / "data"), *ports())
         assert res.returncode != 0
-        assert f"not enough free disk for {disk / 'data'}: 0.5 GiB free, 2 GiB needed" in res.stderr
+        assert f"not enough free disk for {disk / 'data'}: 0.5 GiB free, 1 GiB needed" in res.stderr
         assert not list((tmp_path / "state" / "run").glob("*.pid"))
     finally:
         subprocess.run(["umount", str(disk)], check=False)
