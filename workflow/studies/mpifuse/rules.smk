@@ -38,7 +38,7 @@ for _build in MF_BUILDS:
 rule mpifuse_run:
     input:
         mf_system_inputs,
-        code=study_code("mpifuse", "run", "layout"),
+        code=study_code("mpifuse", "run", "layout") + ["systems/mpifuse/python/runkit.py"],
     output:
         mf_raw_out(MF["variants"]),
     log:
