@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -99,6 +100,7 @@ class ImageSide:
                 if str(Path(d).resolve()) not in binds:
                     binds.append(str(Path(d).resolve()))
         self.binds = ",".join(binds)
+        self.bind_dirs = binds
         self.started = False
 
     @property
@@ -108,8 +110,13 @@ class ImageSide:
 
     @property
     def exec_plain(self) -> list[str]:
-        """A command in a container of its own (another node behind an srun step, or fio here)."""
-        return ["apptainer", "exec", "--bind", self.binds, self.image, str(IN_IMAGE)]
+        """A command in a container of its own (another node behind an srun step, or fio here). The bind
+        sources are made first where it runs: the work directory is node-local, and on a node no earlier
+        job used it does not exist -- apptainer then refuses the container ("mount source ... doesn't
+        exist", exit 255; the full rehearsal of 2026-11-29 on freshly started nodes lost every storage
+        job to it)."""
+        made = "mkdir -p -- " + " ".join(shlex.quote(d) for d in self.bind_dirs) + ' && exec "$@"'
+        return ["/bin/sh", "-c", made, "sh", "apptainer", "exec", "--bind", self.binds, self.image, str(IN_IMAGE)]
 
     def start(self) -> None:
         if not Path(self.image).exists():
@@ -119,8 +126,8 @@ class ImageSide:
         if r.returncode != 0:
             raise RuntimeError(procs.failure_message("apptainer instance start", r, tail=2000))
         self.started = True
-        os.environ[dm.EXEC_ENV] = " ".join(self.exec_here)
-        os.environ[dm.EXEC_REMOTE_ENV] = " ".join(self.exec_plain)
+        os.environ[dm.EXEC_ENV] = shlex.join(self.exec_here)  # read back with shlex.split
+        os.environ[dm.EXEC_REMOTE_ENV] = shlex.join(self.exec_plain)
         say(f"image {self.image}: instance {self.name} on this node (binds {self.binds})")
 
     def stop(self) -> None:
@@ -613,7 +620,9 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
                 if prefix:  # on a system node: its node-local disk, where the stacks' data sit
                     from systems.storage_common.daemons import WHERE
 
-                    subprocess.run([*prefix, "mkdir", "-p", str(d)], check=True, capture_output=True, timeout=120)
+                    r = subprocess.run([*prefix, "mkdir", "-p", str(d)], capture_output=True, text=True, timeout=120)
+                    if r.returncode != 0:
+                        raise RuntimeError(procs.failure_message(f"mkdir -p {d}", r, node=node, tail=2000))
                     where = subprocess.run([*prefix, py, str(WHERE), "probe", str(d)], capture_output=True,
                                            text=True, timeout=120).stdout
                     r = subprocess.run(fio_argv(cfg, d, out, prefix, py), capture_output=True, text=True, timeout=7200)
@@ -638,7 +647,7 @@ def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=No
                                                    bs=row["bs"], direct=str(row["direct"])))
             rec["extra"] = {"directory": str(d.parent), "placement": {"node": node, "measured": measured,
                                                                        "allocation": alloc.as_dict(),
-                                                                       "runs_in": " ".join(inner) or "host"}}
+                                                                       "runs_in": shlex.join(inner) or "host"}}
         else:
             say(f"ceiling sizes={lim['ceiling_sizes']} workers={lim['ceiling_workers']} rep={rep}")
             cmd = [str(DRIVER), "ceiling", "--sizes", ",".join(lim["ceiling_sizes"]), "--workers",

@@ -167,3 +167,32 @@ def test_a_mount_made_in_the_instance_is_seen_through_it_and_not_on_the_host(tmp
     assert dm.EXEC_ENV not in os.environ
     listed = subprocess.run(["apptainer", "instance", "list"], capture_output=True, text=True).stdout
     assert side.name not in listed
+
+
+@pytest.mark.skipif(not shutil.which("apptainer"), reason="apptainer is not installed (./repro setup)")
+def test_a_command_on_a_node_where_the_work_directory_does_not_exist_yet_runs(tmp_path):
+    """The work directory is node-local: on a system node no earlier job used, it does not exist, and
+    apptainer refuses a bind of a missing source (exit 255) -- the full rehearsal of 2026-11-29, on
+    freshly started nodes, lost every storage job so. exec_plain makes the bind sources first."""
+    from studies.storage import run
+
+    image = _an_image()
+    if not image:
+        pytest.skip("no image of the project is built (containers/sif/*.sif or the cache's ceph-*/minio-*.sif)")
+    work = tmp_path / "node-local" / "work"
+    cfg = {"paths": {"work_dir": str(work), "shared_dir": str(tmp_path / "shared"), "lustre_dir": ""}}
+    side = run.ImageSide(image, cfg, f"test-{os.getpid()}-{time.monotonic_ns()}")
+    shutil.rmtree(tmp_path / "node-local")  # what the other node has: no work directory
+    r = subprocess.run([*side.exec_plain, "sh", "-c", f"echo in-the-image > {work}/f"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (work / "f").read_text() == "in-the-image\n"
+    # the prefix goes through the environment to stack.py (shlex): it comes back as the same argv
+    import shlex
+
+    assert shlex.split(shlex.join(side.exec_plain)) == side.exec_plain
+    # without the mkdir, apptainer refuses the container: what the rehearsal saw
+    shutil.rmtree(tmp_path / "node-local")
+    bare = side.exec_plain[side.exec_plain.index("apptainer"):]
+    r = subprocess.run([*bare, "true"], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "doesn't exist" in r.stderr
