@@ -22,8 +22,6 @@ import os
 import time
 from pathlib import Path
 
-from repro import paramspace, provenance
-
 CHUNK = 4 << 20
 
 
@@ -38,10 +36,11 @@ def fs_options(cfg: dict, mode: str) -> dict:
     return opts
 
 
-def test_timeout(cfg: dict, size: str, nodes: int) -> float:
-    """Seconds one test may take before it counts as hung (and the job aborts)."""
+def test_timeout(cfg: dict, size_bytes: int, nodes: int) -> float:
+    """Seconds one test of `size_bytes` may take before it counts as hung (and the job aborts). The
+    caller parses the configured size (repro.paramspace.size_bytes): systems import nothing of the engine."""
     t = cfg["timeout"]
-    gb = paramspace.size_bytes(size) / 1e9
+    gb = size_bytes / 1e9
     return float(t["base_s"] + t["per_gb_node_s"] * gb * nodes)
 
 
@@ -117,10 +116,11 @@ def idle_barrier(comm, poll: float = 0.001) -> None:
         time.sleep(poll)
 
 
-def tool_versions(MPI) -> dict:
+def tool_versions(MPI, tool_version) -> dict:
+    """The versions a record keeps; `tool_version(argv)` is the caller's (repro.provenance.tool_version)."""
     v = {"mpi": MPI.Get_library_version().splitlines()[0].strip().rstrip("\x00"),
-         "sha256sum": provenance.tool_version(["sha256sum", "--version"]),
-         "fuse": provenance.tool_version(["fusermount3", "--version"])}
+         "sha256sum": tool_version(["sha256sum", "--version"]),
+         "fuse": tool_version(["fusermount3", "--version"])}
     try:
         import mpi4py
 

@@ -251,7 +251,7 @@ class Job:
                   flush=True)
             world.Abort(2)
         self.size = paramspace.size_bytes(sp["size"])
-        self.timeout = runkit.test_timeout(cfg, sp["size"], self.kmax) * 2
+        self.timeout = runkit.test_timeout(cfg, paramspace.size_bytes(sp["size"]), self.kmax) * 2
         self.src = runkit.resolve_source(cfg, sp["source"])
         self.top = os.path.join(runkit.expand_path(cfg["mount_dir"]), tag)
         self.mnt = os.path.join(self.top, f"mnt{rank}")
@@ -568,8 +568,8 @@ class Job:
         notes = self.world.bcast(self.notes, root=1)
         rec = None
         if self.rank == 0:
-            rec = ctx.record(runkit.tool_versions(self.MPI), runkit.system_kind(cfg, sp["source"]),
-                             params=speed_params(sp), out=ctx.out)
+            rec = ctx.record(runkit.tool_versions(self.MPI, provenance.tool_version),
+                             runkit.system_kind(cfg, sp["source"]), params=speed_params(sp), out=ctx.out)
             rec["load_start"], rec["started_at"] = load_start, started_at
             rec["metrics"] = self.metrics
             rec["extra"] = {"fs_options": notes, "study_fs_options": cfg.get("fs_options", {}),

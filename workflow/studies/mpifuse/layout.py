@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from repro import paramspace
 # how the file systems read this section (the sources' stand-in kinds, a test's timeout, the library
 # options of a mode, paths): shared with every study that runs them (systems/mpifuse/python/runkit.py)
-from systems.mpifuse.python.runkit import expand_path, fs_options, system_kind, test_timeout  # noqa: F401
+from systems.mpifuse.python import runkit
+from systems.mpifuse.python.runkit import expand_path, fs_options, system_kind  # noqa: F401
 
 STUDY = "mpifuse"
 EXPERIMENT = "read_scaling"
@@ -99,3 +100,8 @@ def options_text(opts: dict) -> str:
 
 def size_label_bytes(size: str) -> int:
     return paramspace.size_bytes(size)
+
+
+def test_timeout(cfg: dict, size: str, nodes: int) -> float:
+    """Seconds one test of the configured `size` may take (runkit.test_timeout, the size parsed here)."""
+    return runkit.test_timeout(cfg, paramspace.size_bytes(size), nodes)

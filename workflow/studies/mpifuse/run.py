@@ -43,7 +43,7 @@ import uuid
 from pathlib import Path
 from types import SimpleNamespace
 
-from repro import paramspace, procs, rawio, runner
+from repro import paramspace, procs, provenance, rawio, runner
 from studies.mpifuse import layout
 # the file systems' side, shared with every study that runs them (fusespeed)
 from systems.mpifuse.python.runkit import (CHUNK, generate, idle_barrier, link_counters, load_mpifuse, read_dir,
@@ -169,7 +169,7 @@ class Bench:
                     self.abort(f"{d} not visible on node {self.node} after 30 s")
                 time.sleep(0.05)
         self.world.Barrier()
-        self.versions = tool_versions(self.MPI) if self.rank == 0 else {}
+        self.versions = tool_versions(self.MPI, provenance.tool_version) if self.rank == 0 else {}
         self.probe = self.hash_probe()
 
     def hash_probe(self) -> dict:
