@@ -20,7 +20,7 @@ Remaining jobs:
 Complete log(s): /var/tmp/repro-rehearsal/repro/.snakemake/log/x.snakemake.log
 WorkflowError:
 At least one job did not complete successfully.
-"""
+"""  # noqa: E501 (Snakemake's own message, quoted)
 
 
 def _fake_snakemake(tmp_path: Path, answers: list[tuple[int, str]]) -> Path:
