@@ -351,23 +351,17 @@ MC_STATS = ("curr_items", "total_items", "bytes", "limit_maxbytes", "evictions",
             "curr_connections", "rejected_connections")
 
 
-def memcached_stats(server: str, timeout: float = 2.0) -> str:
+def memcached_stats(server: str) -> str:
     """One server's counters that say whether it dropped items (evictions, slab moves without memory,
-    expiries) -- what a 'stripe missing' needs beside it; or why they could not be read."""
+    expiries) -- what a 'stripe missing' needs beside it; or why they could not be read. The `stats`
+    call is mtcwf.standin's (the workflows' stand-in reads the same counters)."""
+    from mtcwf.standin import memcached_stats as read_stats
+
     host, port = server.rsplit(":", 1)
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-            sock.sendall(b"stats\r\n")
-            buf = b""
-            while not buf.endswith(b"END\r\n"):
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
+        got = read_stats(host, int(port))
     except OSError as e:
         return f"{server}: stats unreadable ({e})"
-    got = dict(line.split()[1:3] for line in buf.decode(errors="replace").splitlines()
-               if line.startswith("STAT ") and len(line.split()) >= 3)
     return f"{server}: " + " ".join(f"{k}={got[k]}" for k in MC_STATS if k in got)
 
 
