@@ -327,3 +327,26 @@ def test_a_used_studys_run_section_arrives_as_ctx_uses(tmp_path, capsys):
         with pytest.raises(SystemExit):
             USES.main(["uses", "--config", "{}", "--uses", bad, "--out", str(out)])
         assert "--uses" in capsys.readouterr().err
+
+
+OWN = runner.Experiments("toy")
+
+
+@OWN.experiment("own", own_format=True)
+def _own(ctx):
+    if ctx.params.get("fail"):
+        ctx.record(params={"rep": ctx.rep})
+        raise runner.RunFailed("the tool said no")
+    return {"rep": ctx.rep, "measurements": [{"mib_s": 1.5}]}  # no schema, no metrics: the study's own format
+
+
+def test_an_own_format_record_is_written_as_it_is_and_its_failure_is_a_failure_record(tmp_path):
+    out = tmp_path / "raw/own/rep~2.json"
+    argv = ["own", "--config", "{}", "--rep", "2", "--out", str(out)]
+    assert OWN.main([*argv, "--params", '{"fail": true}']) == 1
+    assert not out.exists()
+    failed = rawio.read(rawio.failure_path(out))  # a repro.raw/1 failure record, with the params it made
+    assert failed["failure"] == "the tool said no" and failed["params"] == {"rep": 2}
+    assert OWN.main(argv) == 0
+    assert json.loads(out.read_text()) == {"rep": 2, "measurements": [{"mib_s": 1.5}]}  # nothing added
+    assert not rawio.failure_path(out).exists()

@@ -47,6 +47,9 @@ What the entry point gives every experiment:
   paths in ``ctx.beside``; a record or ``RunFailed`` returned for one is written the same way, no
   record for one is asked for, and ``RunFailed(why, record, expected=True)`` there (the refusal it
   was run to show) does not fail the job; any other failure does.
+- a raw file in the study's own format (not a repro.raw/1 record; memfs's fusegap): the experiment is
+  declared ``own_format=True``, writes one raw file, and the record it returns is written as it is
+  (nothing added, not validated); its failure records are repro.raw/1 ones, as every experiment's.
 - ``ctx.logs``: files or directories (their ``*.log``) that every failure record of the run keeps
   beside it (``repro.rawio.keep_logs``): a daemon's logs from a state directory that is gone by then.
 - ``ctx.settle(path, value)``: one configuration recorded now (a record, or a ``RunFailed``), not
@@ -171,14 +174,18 @@ class Experiments:
         self._fns: dict[str, Callable[[Context], dict | None]] = {}
         self._kinds: dict[str, str] = {}
         self._afters: dict[str, Callable[[Context, int], None]] = {}
+        self._own: set[str] = set()  # experiments whose raw file is in the study's own format
 
-    def experiment(self, name: str, system_kind: str = "real"):
-        """Declare an experiment; system_kind is its records' (real, model or stand-in:<what>)."""
+    def experiment(self, name: str, system_kind: str = "real", own_format: bool = False):
+        """Declare an experiment; system_kind is its records' (real, model or stand-in:<what>); own_format:
+        its one raw file is the returned record as it is, not a repro.raw/1 record (see the module's text)."""
         def register(fn):
             if name in self._fns:
                 raise ValueError(f"experiment {name!r} declared twice")
             self._fns[name] = fn
             self._kinds[name] = system_kind
+            if own_format:
+                self._own.add(name)
             return fn
         return register
 
@@ -286,7 +293,7 @@ class Experiments:
         if rec is None:
             ctx.progress("done (nothing to record here)")
             return 0
-        if not isinstance(rec, dict) or "schema" in rec:  # one record: the one raw file
+        if not isinstance(rec, dict) or "schema" in rec or ctx.experiment in self._own:  # the one raw file
             try:
                 rec = {ctx.out: rec}
             except RunFailed as exc:
@@ -317,7 +324,7 @@ class Experiments:
             ctx._settled[path] = path in ctx.outs or not one.expected
             return
         rawio.clear_failure(path)
-        rawio.write_json_atomic(path, rawio.finish(one))
+        rawio.write_json_atomic(path, one if ctx.experiment in self._own else rawio.finish(one))
         ctx._settled[path] = False
 
     def after_launcher(self, ctx: Context, rc: int, log: str = "") -> int:
