@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """MemFS against raw memcached, the FUSE ceiling and their composite, like for like (issue 22).
 
-    python3 -m studies.memfs.fusegap run --rep 0 --config '<memfs config JSON>' --out .../fusegap/rep~0.json
+    python3 -m studies.memfs.fusegap fusegap --config '<memfs config JSON>' --rep 0 --out .../raw/fusegap/rep~0.json
     python3 -m studies.memfs.fusegap table RAW.json... --runs runs.csv --table table.csv [--md table.md]
 
-One job (``run``) = one repeat on one host: ``fuse_gap.servers`` memcached servers on loopback, then for
-every transfer size T, operation and stream count S of ``fuse_gap.transfers``, in one interleaved round
-(the order of the systems rotates with the repeat, so none is always first):
+One job (experiment ``fusegap``, on repro.runner) = one repeat on one host: ``fuse_gap.servers`` memcached
+servers on loopback, then for every transfer size T, operation and stream count S of ``fuse_gap.transfers``,
+in one interleaved round (the order of the systems rotates with the repeat, so none is always first):
 
 * **raw memcached** (the backend limit): ``mcbench`` with S threads (the same number of concurrent
   streams) and, where more, with MemFS's pool size (``memcached_inflight``, default memfs.threads: the
@@ -20,7 +20,7 @@ every transfer size T, operation and stream count S of ``fuse_gap.transfers``, i
 
 Every measurement keeps the load average before and after it, the file systems' counter deltas (request
 sizes, splice, round trips, the transport's ring and /dev/fuse requests) and the command. Only the
-standard library is used by ``run``.
+standard library and the engine's runner are used by the experiment.
 
 **Over FUSE-over-io_uring** (issue 30; ``fuse_gap.io_uring``: names of variants): each named variant is
 also measured as ``NAME-io_uring`` -- MemFS ``--transport=io_uring`` and the ceiling ``--transport io_uring``
@@ -56,7 +56,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from repro import procs  # the project's Python path (workflow/pythonpath.txt)
+from repro import procs, runner  # the project's Python path (workflow/pythonpath.txt)
 from tools.common import free_port
 from tools.fuseceiling import ceiling as fc
 from tools.fuseceiling.transports import data_check
@@ -755,42 +755,36 @@ def write_md(table: list[dict], path: str) -> None:
     Path(path).write_text("\n".join(lines) + "\n")
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--rep", type=int, required=True)
-    r.add_argument("--config", required=True, help="the memfs config section (JSON, or @file)")
-    r.add_argument("--out", required=True)
-    t = sub.add_parser("table")
-    t.add_argument("raw", nargs="*")
-    t.add_argument("--runs", required=True)
-    t.add_argument("--table", required=True)
-    t.add_argument("--md", default="")
-    a = ap.parse_args(argv)
-    if a.cmd == "run":
-        text = Path(a.config[1:]).read_text() if a.config.startswith("@") else a.config
-        cfg = json.loads(text)
-        say(f"fusegap rep {a.rep} -> {a.out} (load {fc.loadavg()})")
-        from repro import rawio
+# ----------------------------------------------------------------------------- the run contract
+RUN = runner.Experiments("memfs")
 
-        try:
-            rec = run_job(cfg, a.rep)
-        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-            # the failure record beside the raw file (issue 27): what failed, the daemon's log tail, the load
-            why = str(exc).strip() or repr(exc)
-            say(f"FAILED rep {a.rep}: {why}")
-            if "raw" in Path(a.out).parts:  # a raw tree's file (not a scratch --out): its failure record
-                rawio.write_failure(a.out, rawio.new_record("memfs", "fusegap", {"rep": a.rep}, a.rep, "real", {}),
-                                    why)
-            return 1
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        tmp = a.out + ".tmp"
-        Path(tmp).write_text(json.dumps(rec, indent=1, sort_keys=True))
-        os.replace(tmp, a.out)
-        if "raw" in Path(a.out).parts:
-            rawio.clear_failure(a.out)
-        return 0
+
+@RUN.experiment("fusegap", own_format=True)
+def fusegap_run(ctx: runner.Context) -> dict:
+    """One repeat (--rep) on this host (run_job); its raw file is the study's own fusegap record (not
+    repro.raw/1: the table reads its measurements). A failure (a daemon or a tool that failed, with the
+    daemon's log tail, memcached's drop counters and the load) is a repro.raw/1 failure record (issue 27),
+    params {"rep": R}, its kind classified from the message."""
+    ctx.record(params={"rep": ctx.rep})  # the failure record's
+    say(f"fusegap rep {ctx.rep} -> {ctx.out} (load {fc.loadavg()})")
+    try:
+        return run_job(ctx.cfg, ctx.rep)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        raise runner.RunFailed(str(exc).strip() or repr(exc)) from None
+
+
+def main(argv=None) -> int:
+    """``fusegap --config ... --rep R --out RAW`` (repro.runner: one repeat), or ``table RAW... --runs ...``."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] != ["table"]:
+        return RUN.main(argv)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("cmd", choices=["table"])
+    ap.add_argument("raw", nargs="*")
+    ap.add_argument("--runs", required=True)
+    ap.add_argument("--table", required=True)
+    ap.add_argument("--md", default="")
+    a = ap.parse_args(argv)
     recs = [json.loads(Path(p).read_text()) for p in a.raw if Path(p).exists()]
     rows = run_rows(recs)
     tab = gap_table(rows)

@@ -28,7 +28,7 @@ rule memfs_site_check:
 
 # The five run rules (one job = one configuration and repeat; the driver on the job's first node,
 # the agents on the others) share one shape; they differ in the experiment, its raw path (layout.py)
-# and the options naming its wildcards:
+# and the wildcards its --params names besides network and nodes (run.py: DIMENSIONS):
 #   memfs_envelope_run  MTC Envelope I/O (iozone): one design, network, node count, file size, repeat
 #   memfs_metadata_run  metadata rates (mdtest or mdbench over MPI ranks on the system nodes)
 #   memfs_stripe_run    Figure 2.3a: one stripe size
@@ -37,11 +37,11 @@ rule memfs_site_check:
 #                       (mcbench); MemFS's limit itself is measured side by side in each MemFS
 #                       envelope job (run.py, limits.py)
 MEMFS_RUN_OPTIONS = {
-    "envelope": "--design {wildcards.design} --size {wildcards.size}",
-    "metadata": "--design {wildcards.design}",
-    "stripe": "--stripe {wildcards.stripe}",
-    "threads": "--threads {wildcards.threads}",
-    "limit": "",
+    "envelope": ("design", "size"),
+    "metadata": ("design",),
+    "stripe": ("stripe",),
+    "threads": ("threads",),
+    "limit": (),
 }
 
 
@@ -73,8 +73,9 @@ def _memfs_run_rule(exp, opts):
             ),
         params:
             cfg=memfs_run_cfg(exp),
+            run=memfs_run_params(opts),
         shell:
-            memfs_bench_cmd(exp, opts)
+            memfs_bench_cmd(exp)
 
 
 for _exp, _opts in MEMFS_RUN_OPTIONS.items():
@@ -100,8 +101,9 @@ rule memfs_fusegap_run:
         cfg=lambda wc: shlex.quote(
             json.dumps({"memfs": MEMFS_RUN["memfs"], "fuse_gap": MEMFS_RUN.get("fuse_gap", {})}, sort_keys=True)
         ),
+    # the run contract (repro.runner): experiment fusegap of fusegap.py, its own raw format (own_format)
     shell:
-        f"({study_module('memfs', 'fusegap')} run --rep {{wildcards.rep}} --config {{params.cfg}}"
+        f"({study_module('memfs', 'fusegap')} fusegap --config {{params.cfg}} --rep {{wildcards.rep}}"
         " --out {output}) > {log} 2>&1"
 
 

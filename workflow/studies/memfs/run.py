@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """MemFS study (paper 004, Section 2.4.1): one benchmark configuration per call.
 
-    python3 -m studies.memfs.run envelope --network IPoIB --design memfs --nodes 4 --size 1MiB --rep 0 \
-        --config '<memfs config JSON>' --out results/memfs/raw/envelope/.../rep~0.json
+    python3 -m studies.memfs.run envelope --config '<memfs config JSON>' \
+        --params '{"network": "IPoIB", "design": "memfs", "nodes": 4, "size": "1MiB", "launcher": "local"}' \
+        --rep 0 --out results/memfs/raw/envelope/.../rep~0.json
 
-Experiments (each writes one repro.raw/1 record; a failed sanity check writes
-a failure record and exits non-zero):
+The run contract is repro.runner's: --params the configuration (network, nodes and the experiment's
+dimensions: the record's params) and how the job runs (launcher, single_host, image, workdir:
+job_args); the runner writes the record at --out, or a failure record, and owns signals and
+progress. Experiments (each writes one repro.raw/1 record; a failed sanity check is a failure
+record and a non-zero exit):
 
 * ``envelope``  -- the MTC Envelope I/O metrics with real iozone: write,
   1-1 read (locality design: locality-aware placement, i.e. local; plus the
@@ -60,7 +64,6 @@ replicates on the multicast and remote reads (memfs-stats counters).
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import re
@@ -69,9 +72,11 @@ import shutil
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
-from repro import cli, paramspace, procs, provenance, rawio
+from repro import paramspace, procs, provenance, rawio, runner
 from studies.memfs.layout import system_kind
 from systems.mtc import launch
 from tools.common import ParseError
@@ -665,51 +670,76 @@ def run_limit(args, cfg, rec) -> None:
         + (f", link {iperf['received_bps'] / 1e6:.0f} Mbit/s" if iperf else ""))
 
 
-# ----------------------------------------------------------------------------- main
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("experiment", choices=["envelope", "metadata", "stripe", "threads", "limit"])
-    ap.add_argument("--network", required=True)
-    ap.add_argument("--design", default="memfs", choices=["memfs", "locality"])
-    ap.add_argument("--nodes", type=int, required=True)
-    ap.add_argument("--size", default="")
-    ap.add_argument("--stripe", default="")
-    ap.add_argument("--threads", default="")
-    ap.add_argument("--rep", type=int, required=True)
-    ap.add_argument("--config", required=True, help="the memfs config section (JSON, or @file)")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--launcher", default="auto", choices=["auto", "local", "slurm"])
-    ap.add_argument("--single-host", type=int, default=1)
-    ap.add_argument("--image", default="", help="memfs.sif: run the system nodes' tools in it")
-    ap.add_argument("--workdir", default="", help="node-local base directory for mounts (default: a temp dir)")
-    args = ap.parse_args(argv)
-    cfg = cli.load_config(args.config)
-    params = {"network": args.network}
-    if args.experiment in ("envelope", "metadata"):
-        params["design"] = args.design
-    params["nodes"] = args.nodes
-    if args.experiment == "envelope":
-        params["size"] = args.size
-    if args.experiment == "stripe":
-        params["stripe"] = args.stripe
-    if args.experiment == "threads":
-        params["threads"] = int(args.threads)
-    net = dict(cfg["networks"][args.network], name=args.network)
-    rec = rawio.new_record("memfs", args.experiment, params, args.rep, system_kind(net), tool_versions())
-    rec["extra"] = {"network": net, "design_label": DESIGN_LABEL.get(args.design, args.design),
-                    "launcher": args.launcher}
-    args.tools = Tools(cfg, args.image)
-    say(f"{args.experiment} {params} rep {args.rep} -> {args.out}")
+# ----------------------------------------------------------------------------- the run contract
+RUN = runner.Experiments("memfs")
+EXPERIMENTS = ("envelope", "metadata", "stripe", "threads", "limit")
+# --params: the configuration (recorded as the record's params) and how the job runs (not recorded)
+DIMENSIONS = {"envelope": ("design", "size"), "metadata": ("design",), "stripe": ("stripe",),
+              "threads": ("threads",), "limit": ()}
+RUN_KEYS = ("launcher", "single_host", "image", "workdir")
+LAUNCHERS = ("auto", "local", "slurm")
+
+
+def job_args(ctx: runner.Context) -> SimpleNamespace:
+    """The job from the run contract: --params {"network", "nodes", the experiment's dimensions
+    (DIMENSIONS; design defaults to memfs), and how it runs: "launcher" (auto|local|slurm, default auto),
+    "single_host" (default 1), "image" (memfs.sif: the system nodes' tools run in it), "workdir" (a
+    node-local base directory for mounts; default a temp dir)}, --rep, --out."""
+    p, exp = ctx.params, ctx.experiment
+    dims = DIMENSIONS[exp]
+    allowed = {"network", "nodes", *dims, *RUN_KEYS}
+    unknown = sorted(set(p) - allowed)
+    if unknown:
+        raise runner.Refused(f"--params: {unknown} are not parameters of {exp} (it takes {sorted(allowed)})")
+    missing = [k for k in ("network", "nodes", *dims) if k not in p and k != "design"]
+    if missing:
+        raise runner.Refused(f"--params lacks {missing}")
+    a = SimpleNamespace(experiment=exp, network=str(p["network"]), nodes=int(p["nodes"]),
+                        design=str(p.get("design", "memfs")), size=str(p.get("size", "")),
+                        stripe=str(p.get("stripe", "")), threads=str(p.get("threads", "")),
+                        launcher=str(p.get("launcher", "auto")), single_host=int(p.get("single_host", 1)),
+                        image=str(p.get("image", "")), workdir=str(p.get("workdir", "")), rep=ctx.rep, out=ctx.out)
+    if a.design not in DESIGN_LABEL:
+        raise runner.Refused(f"--params: design {a.design!r} is not one of {sorted(DESIGN_LABEL)}")
+    if a.launcher not in LAUNCHERS:
+        raise runner.Refused(f"--params: launcher {a.launcher!r} is not one of {LAUNCHERS}")
+    if a.network not in ctx.cfg.get("networks", {}):
+        raise runner.Refused(f"--params: network {a.network!r} is not in the config's networks")
+    return a
+
+
+def record_params(a: SimpleNamespace) -> dict:
+    """The record's params: the configuration (the path's dimensions), in the order of the raw files."""
+    params = {"network": a.network}
+    if a.experiment in ("envelope", "metadata"):
+        params["design"] = a.design
+    params["nodes"] = a.nodes
+    if a.experiment == "envelope":
+        params["size"] = a.size
+    if a.experiment == "stripe":
+        params["stripe"] = a.stripe
+    if a.experiment == "threads":
+        params["threads"] = int(a.threads)
+    return params
+
+
+RUNS = {"envelope": run_envelope, "metadata": run_metadata, "stripe": partial(run_sweep, knob="stripe"),
+        "threads": partial(run_sweep, knob="threads"), "limit": run_limit}
+
+
+def run_one(ctx: runner.Context) -> dict:
+    """One configuration on one fresh cluster: its repro.raw/1 record; a failed sanity check, a tool's
+    error, a lost agent or a time-out: RunFailed with the record and why (the runner records it)."""
+    a = job_args(ctx)
+    cfg = ctx.cfg
+    net = dict(cfg["networks"][a.network], name=a.network)
+    rec = ctx.record(tool_versions(), system_kind(net), params=record_params(a))
+    rec["extra"] = {"network": net, "design_label": DESIGN_LABEL.get(a.design, a.design), "launcher": a.launcher}
+    a.tools = Tools(cfg, a.image)
+    say(f"{a.experiment} {rec['params']} rep {a.rep} -> {a.out}")
     t0 = time.time()
     try:
-        if args.experiment == "envelope":
-            run_envelope(args, cfg, rec)
-        elif args.experiment == "metadata":
-            run_metadata(args, cfg, rec)
-        elif args.experiment in ("stripe", "threads"):
-            run_sweep(args, cfg, rec, args.experiment)
-        else:
-            run_limit(args, cfg, rec)
+        RUNS[a.experiment](a, cfg, rec)
     except (SanityError, ParseError, launch.LaunchError, launch.RemoteError, subprocess.TimeoutExpired,
             OSError) as exc:  # OSError: TimeoutError, a file the FS could not find, a lost connection
         rec["metrics"] = []
@@ -718,14 +748,19 @@ def main(argv=None) -> int:
         kind = ("timeout" if isinstance(exc, (subprocess.TimeoutExpired, TimeoutError)) else
                 "lost_node" if isinstance(exc, ConnectionError) else None)
         why = f"{type(exc).__name__}: {exc}".strip()
-        rawio.write_failure(args.out, rec, (why if len(why) <= 4000 else why[:1500] + " ... " + why[-2400:]), kind)
-        say(f"FAILED: {exc}")
-        return 1
+        raise runner.RunFailed(why if len(why) <= 4000 else why[:1500] + " ... " + why[-2400:], rec,
+                               kind=kind) from None
     rec["extra"]["elapsed_s"] = time.time() - t0
-    rawio.clear_failure(args.out)
-    rawio.write_json_atomic(args.out, rawio.finish(rec))
     say(f"done in {time.time() - t0:.1f} s")
-    return 0
+    return rec
+
+
+for _exp in EXPERIMENTS:
+    RUN.experiment(_exp)(run_one)
+
+
+def main(argv=None) -> int:
+    return RUN.main(argv)
 
 
 if __name__ == "__main__":

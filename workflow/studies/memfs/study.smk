@@ -69,11 +69,9 @@ def memfs_raw_inputs(wildcards):
     return [p for p in paths if os.path.exists(p)] if ALLOW_INCOMPLETE else paths
 
 
-def memfs_bench_cmd(exp, extra):
-    """Shell command of one benchmark job (the driver; agents are started by systems/mtc)."""
-    image = (
-        f" --image {sif('memfs')}" if in_image("memfs") else ""
-    )
+def memfs_bench_cmd(exp):
+    """Shell command of one benchmark job (the driver; agents are started by systems/mtc): the run
+    contract (repro.runner), --params from memfs_run_params."""
     return (
         "("
         + MPI_ENV
@@ -81,15 +79,23 @@ def memfs_bench_cmd(exp, extra):
         + study_module("memfs", "run")
         + " "
         + exp
-        + " --network {wildcards.network}"
-        " --nodes {wildcards.n} --rep {wildcards.rep} "
-        + extra
-        + " --config {params.cfg} --launcher "
-        + LAUNCHER
-        + f" --single-host {int(config['cluster']['single_host'])}"
-        + image
-        + " --out {output}) > {log} 2>&1"
+        + " --config {params.cfg} --params {params.run} --rep {wildcards.rep} --out {output}) > {log} 2>&1"
     )
+
+
+def memfs_run_params(dims):
+    """--params of a run job: network, nodes and the experiment's other wildcards (the record's params),
+    and how it runs: the launcher, single_host, the memfs image where its tools run in one."""
+
+    def run(wc):
+        p = {"network": wc.network, "nodes": int(wc.n)}
+        p.update({d: int(getattr(wc, d)) if d == "threads" else getattr(wc, d) for d in dims})
+        p.update(launcher=LAUNCHER, single_host=int(config["cluster"]["single_host"]))
+        if in_image("memfs"):
+            p["image"] = sif("memfs")
+        return shlex.quote(json.dumps(p))
+
+    return run
 
 
 _MEMFS_WC = dict(

@@ -23,13 +23,13 @@ def test_a_failed_job_leaves_a_record_saying_why_and_a_success_clears_it(tmp_pat
         raise RuntimeError(WHY)
 
     monkeypatch.setattr(fusegap, "run_job", fails)
-    assert fusegap.main(["run", "--rep", "0", "--config", "{}", "--out", str(out)]) == 1
+    assert fusegap.main(["fusegap", "--config", "{}", "--rep", "0", "--out", str(out)]) == 1
     assert not out.exists()
     rec = json.loads(rawio.failure_path(out).read_text())
     assert "Input/output error" in rec["failure"] and "missing on 127.0.0.1:45183" in rec["failure"]
     assert rec["failure_kind"] in rawio.FAILURE_KINDS and rec["failure_load"]["ncpu"] >= 1
     monkeypatch.setattr(fusegap, "run_job", lambda cfg, rep: {"rep": rep, "ok": True})
-    assert fusegap.main(["run", "--rep", "0", "--config", "{}", "--out", str(out)]) == 0
+    assert fusegap.main(["fusegap", "--config", "{}", "--rep", "0", "--out", str(out)]) == 0
     assert json.loads(out.read_text()) == {"rep": 0, "ok": True}
     assert not rawio.failure_path(out).exists()
 

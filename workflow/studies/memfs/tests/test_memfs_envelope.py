@@ -20,6 +20,12 @@ PY = sys.executable
 RAW = "results/memfs/raw"
 
 
+def run_cmd(exp, cfg, params, rep, out):
+    """The run contract's command line of one memfs job (the rules': memfs_bench_cmd), local launcher."""
+    return [PY, "-m", "studies.memfs.run", exp, "--config", json.dumps(cfg), "--params",
+            json.dumps({"network": "IPoIB", **params, "launcher": "local"}), "--rep", str(rep), "--out", out]
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory, built):
     from systems.mtc.tests.mtc_testlib import iozone_bin
@@ -39,18 +45,18 @@ def tiny(tmp_path_factory, built):
     runs = []
     for d in ("memfs", "locality"):
         for rep in (0, 1):
-            runs.append(("envelope", ["--design", d, "--size", "1MiB"],
+            runs.append(("envelope", {"design": d, "size": "1MiB"},
                          f"{RAW}/envelope/network~IPoIB/design~{d}/nodes~2/size~1MiB/rep~{rep}.json", rep))
-        runs.append(("metadata", ["--design", d], f"{RAW}/metadata/network~IPoIB/design~{d}/nodes~2/rep~0.json", 0))
-    runs.append(("stripe", ["--stripe", "512KiB"], f"{RAW}/stripe/network~IPoIB/nodes~2/stripe~512KiB/rep~0.json", 0))
-    runs.append(("threads", ["--threads", "8"], f"{RAW}/threads/network~IPoIB/nodes~2/threads~8/rep~0.json", 0))
-    runs.append(("limit", [], f"{RAW}/limit/network~IPoIB/nodes~2/rep~0.json", 0))
+        runs.append(("metadata", {"design": d}, f"{RAW}/metadata/network~IPoIB/design~{d}/nodes~2/rep~0.json", 0))
+    runs.append(("stripe", {"stripe": "512KiB"}, f"{RAW}/stripe/network~IPoIB/nodes~2/stripe~512KiB/rep~0.json", 0))
+    runs.append(("threads", {"threads": 8}, f"{RAW}/threads/network~IPoIB/nodes~2/threads~8/rep~0.json", 0))
+    runs.append(("limit", {}, f"{RAW}/limit/network~IPoIB/nodes~2/rep~0.json", 0))
     env = mpi_env()
     for exp, extra, out, rep in runs:
-        cmd = [PY, "-m", "studies.memfs.run", exp, "--network", "IPoIB", "--nodes", "2", "--rep", str(rep),
-               *extra, "--config", json.dumps(cfg), "--launcher", "local", "--out", out]
-        r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env, timeout=300)
+        r = subprocess.run(run_cmd(exp, cfg, {"nodes": 2, **extra}, rep, out), cwd=root, capture_output=True,
+                           text=True, env=env, timeout=300)
         assert r.returncode == 0, f"{exp}: {r.stdout[-3000:]}"
+        assert f"[memfs {exp} rep {rep}] " in r.stdout  # the run contract's progress lines
     missing = f"{RAW}/stripe/network~IPoIB/nodes~2/stripe~256KiB/rep~0.json"  # never run
     expected = layout.expected_raw(cfg)  # what the memfs_expected rule writes
     assert sorted(expected) == sorted([out for _, _, out, _ in runs] + [missing])
@@ -201,10 +207,8 @@ def test_a_failed_sanity_check_writes_a_failure_record(tmp_path):
                     envelope={"nodes": [1], "sizes": ["1KiB"], "files_per_node": {"1KiB": 1},
                               "procs_per_node": 1, "repeats": 1, "timeout_s": 60})
     out = f"{RAW}/envelope/network~IPoIB/design~memfs/nodes~1/size~1KiB/rep~0.json"
-    r = subprocess.run([PY, "-m", "studies.memfs.run", "envelope", "--network", "IPoIB", "--design", "memfs",
-                        "--nodes", "1", "--size", "1KiB", "--rep", "0", "--config", json.dumps(cfg),
-                        "--launcher", "local",
-                        "--out", out], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(run_cmd("envelope", cfg, {"design": "memfs", "nodes": 1, "size": "1KiB"}, 0, out),
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1
     assert not (tmp_path / out).exists()
     rec = rawio.read(rawio.failure_path(tmp_path / out))

@@ -21,8 +21,9 @@ def test_limit_run_with_values_memcached_refuses_names_mcbench_op_error_and_serv
     cfg = memfs_cfg(limit={"networks": ["IPoIB"], "nodes": [1], "seconds": 0.3, "iperf_seconds": 1, "repeats": 1,
                            "value_size": 4 << 20})
     out = "results/memfs/raw/limit/network~IPoIB/nodes~1/rep~0.json"
-    r = subprocess.run([PY, "-m", "studies.memfs.run", "limit", "--network", "IPoIB", "--nodes", "1", "--rep", "0",
-                        "--config", json.dumps(cfg), "--launcher", "local", "--out", out],
+    params = {"network": "IPoIB", "nodes": 1, "launcher": "local"}
+    r = subprocess.run([PY, "-m", "studies.memfs.run", "limit", "--config", json.dumps(cfg),
+                        "--params", json.dumps(params), "--rep", "0", "--out", out],
                        cwd=tmp_path, capture_output=True, text=True, env=mpi_env(), timeout=180)
     assert r.returncode == 1, r.stdout[-2000:]
     assert not (tmp_path / out).exists()

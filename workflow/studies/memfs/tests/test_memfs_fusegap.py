@@ -151,8 +151,8 @@ def test_one_tiny_real_job(tmp_path):
         "servers": 2, "memcached_mem_mb": 128, "memcached_values": ["512KiB"],
         "transfers": [{"size": "1MiB", "ops": ["write", "read"], "streams": [2], "bytes": "4MiB"}],
         "variants": [{"name": "paper", "memfs": [], "ceiling": ["--max-read", "512k"]}]}}
-    out = tmp_path / "rep~0.json"
-    assert G.main(["run", "--rep", "0", "--config", json.dumps(cfg), "--out", str(out)]) == 0
+    out = tmp_path / "raw" / "fusegap" / "rep~0.json"
+    assert G.main(["fusegap", "--config", json.dumps(cfg), "--rep", "0", "--out", str(out)]) == 0
     rec = json.loads(out.read_text())
     got = sorted((m["system"], m["op"]) for m in rec["measurements"])
     assert got == sorted([(s, op) for s in ("memcached", "fuseceiling", "memfs") for op in ("write", "read")])
@@ -286,8 +286,8 @@ def test_one_tiny_real_job_over_io_uring(tmp_path):
         "servers": 2, "memcached_mem_mb": 128, "memcached_values": ["512KiB"],
         "transfers": [{"size": "1MiB", "ops": ["write", "read"], "streams": [2], "bytes": "4MiB"}],
         "variants": [{"name": "paper", "memfs": [], "ceiling": ["--max-read", "512k"]}], "io_uring": ["paper"]}}
-    out = tmp_path / "rep~0.json"
-    assert G.main(["run", "--rep", "0", "--config", json.dumps(cfg), "--out", str(out)]) == 0
+    out = tmp_path / "raw" / "fusegap" / "rep~0.json"
+    assert G.main(["fusegap", "--config", json.dumps(cfg), "--rep", "0", "--out", str(out)]) == 0
     rec = json.loads(out.read_text())
     fs = {(m["system"], m["variant"], m["op"]): m for m in rec["measurements"] if m["system"] != "memcached"}
     assert len(fs) == 8

@@ -4,10 +4,11 @@ made every job run the last experiment (run.py limit) while `snakemake -n` print
 commands. Here every kick job really runs, with a `python3` on PATH that only writes its arguments
 to the job's --out file, and each file must name its own experiment."""
 
+import json
 import os
 import subprocess
 
-from repro import pythonpath
+from repro import paramspace, pythonpath
 from repro.testing import copy_repo
 
 from studies.memfs import layout
@@ -43,8 +44,16 @@ def test_each_run_rule_runs_its_own_experiment(tmp_path):
     work = run_shimmed(tmp_path, SHIM, *paths, "-F")
     for p in paths:
         exp = p.split("/")[3]  # results/memfs/raw/<experiment>/...
-        args = (work / p).read_text().split()
+        text = (work / p).read_text()
+        args = text.split()
         assert args[:3] == ["-m", "studies.memfs.run", exp], (p, args[:6])
+        # the run contract: --params names the job's own wildcards (the record's params) and the launcher
+        params = json.loads(text.split(" --params ", 1)[1].split(" --rep ", 1)[0])
+        dims = paramspace.parse_path(p)
+        assert params == {"network": "IPoIB", "nodes": 2, "launcher": "local", "single_host": params["single_host"],
+                          **{k: int(v) if k == "threads" else v for k, v in dims.items()
+                             if k not in ("network", "nodes", "rep")}}, (p, params)
+        assert args[args.index("--rep") + 1] == dims["rep"] and args[args.index("--out") + 1] == p
 
 
 # The analysis rules (engine: analysis_rule; figures: memfs_figure_rule) and the module each output's
