@@ -41,3 +41,37 @@ def test_limit_run_with_values_memcached_refuses_names_mcbench_op_error_and_serv
     kept = rawio.logs_path(tmp_path / out)
     assert "memcached.log <==" in (kept / "node-0.logs").read_text()
     assert "agent" in (kept / "agent-0.log").read_text()
+
+
+def test_sigterm_tears_the_cluster_down_and_records_why(tmp_path):
+    """Slurm's time limit or a cancel sends SIGTERM to the driver: the runner stops the experiment, the
+    cluster (namespaces, agents, memcached, mounts) is torn down, and a failure record says so."""
+    import signal
+
+    from systems.mtc.tests.mtc_testlib import assert_clean
+
+    cfg = memfs_cfg(envelope={"nodes": [1], "sizes": ["16MiB"], "files_per_node": {"16MiB": 16}, "procs_per_node": 1,
+                              "repeats": 1, "timeout_s": 300})
+    out = "results/memfs/raw/envelope/network~IPoIB/design~memfs/nodes~1/size~16MiB/rep~0.json"
+    params = {"network": "IPoIB", "design": "memfs", "nodes": 1, "size": "16MiB", "launcher": "local"}
+    p = subprocess.Popen([PY, "-m", "studies.memfs.run", "envelope", "--config", json.dumps(cfg),
+                          "--params", json.dumps(params), "--rep", "0", "--out", out],
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=mpi_env())
+    seen = []
+    try:
+        for line in p.stdout:  # the cluster is up and the files are being written
+            seen.append(line)
+            if "cluster up:" in line:
+                p.send_signal(signal.SIGTERM)
+                break
+        rest, _ = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 143, "".join(seen)[-2000:] + rest[-2000:]
+    assert not (tmp_path / out).exists()
+    rec = rawio.read(rawio.failure_path(tmp_path / out))
+    assert rec["failure"] == "stopped by SIGTERM" and rec["failure_kind"] == "error"
+    assert rec["params"] == {k: params[k] for k in ("network", "design", "nodes", "size")}
+    assert_clean(rec["extra"]["cluster"]["cid"])
