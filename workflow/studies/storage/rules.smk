@@ -62,11 +62,13 @@ rule storage_layer_image:
 ruleorder: storage_layer_image > build_container
 
 
-def st_run_rule(name, doc, *, what, args, system, output, log, benchmark, wildcards, resources, image, mpi_env=False):
-    """One run rule: `python3 -m studies.storage.run <what> --config <run section> <args> --launcher L
-    [--image SIF]`, after the MPI environment where the job launches MPI ranks. The driver runs on the
-    host (it needs Slurm's client); with --image the stack's commands run in the image (run.py's
-    ImageSide). Made in a function (a rule's shell expression is evaluated again when its job runs)."""
+def st_run_rule(name, doc, *, experiment, params_json, system, output, log, benchmark, wildcards, resources, image,
+                mpi_env=False):
+    """One run rule, the run contract (repro.runner): `python3 -m studies.storage.run <experiment> --config
+    <run section> --params <params, JSON with wildcards> --rep R --out {output} [--input image=SIF]`,
+    after the MPI environment where the job launches MPI ranks. The driver runs on the host (it needs
+    Slurm's client); with an image the stack's commands run in it (run.py's ImageSide). Made in a
+    function (a rule's shell expression is evaluated again when its job runs)."""
     rule:
         name:
             name
@@ -90,15 +92,16 @@ def st_run_rule(name, doc, *, what, args, system, output, log, benchmark, wildca
             mpi_env=MPI_ENV,
             launcher_kind=LAUNCHER,
         shell:
-            "(" + ("{params.mpi_env}; " if mpi_env else "") + "python3 -m studies.storage.run "
-            + what + " --config {params.cfg} " + args + " --launcher {params.launcher_kind}{params.image}) > {log} 2>&1"
+            "(" + ("{params.mpi_env}; " if mpi_env else "") + "python3 -m studies.storage.run " + experiment
+            + " --config {params.cfg} --params '" + params_json + "' --rep {wildcards.rep} --out {output}{params.image})"
+            " > {log} 2>&1"
 
     workflow.get_rule(name).docstring = doc
 
 
 def st_image_arg(name):
-    """` --image SIF` where the side runs from its image, else nothing (the host's build)."""
-    return f" --image {sif(name)}" if in_image(name) else ""
+    """` --input image=SIF` where the side runs from its image, else nothing (the host's build)."""
+    return f" --input image={sif(name)}" if in_image(name) else ""
 
 
 def st_stack_image(bench):
@@ -110,7 +113,8 @@ for _st_bench in st_layout.BENCHMARKS:
     st_run_rule(
         f"storage_{_st_bench}_run",
         f"One stack x repeat: the stack up, every {_st_bench} configuration against it, the stack down.",
-        what="stack", args=f"--stack {{wildcards.stack}} --benchmark {_st_bench} --rep {{wildcards.rep}}",
+        experiment=_st_bench,
+        params_json='{{"stack":"{wildcards.stack}","launcher":"{params.launcher_kind}"}}',
         system=st_system_inputs(_st_bench), output=st_layout.job_output_patterns(ST, _st_bench),
         log=f"results/storage/log/run/stack~{{stack}}/benchmark~{_st_bench}/rep~{{rep}}.log",
         benchmark=st_bench(f"storage_{_st_bench}_run", stack="{stack}", rep="{rep}"),
@@ -137,7 +141,7 @@ def st_limit_resources():
 st_run_rule(
     "storage_limit_run",
     "The limits, same run: fio on the directory the stacks sit on; the driver's own ceiling.",
-    what="limit", args="--limit {wildcards.limit} --rep {wildcards.rep}",
+    experiment="limit-{wildcards.limit}", params_json='{{"launcher":"{params.launcher_kind}"}}',
     system=["tools/cosbench/build/cosbench-driver", *system_image_input("minio")],
     output=st_layout.limit_path("{limit}", "{rep}"),
     log="results/storage/log/run/limit~{limit}/rep~{rep}.log",

@@ -1,13 +1,21 @@
 """One storage job (paper 002, Sec. 4): a stack run or a limit, writing the raw files of layout.py.
 
-    python3 -m studies.storage.run stack --config CFG --stack ceph --benchmark cosbench --rep 0
-    python3 -m studies.storage.run limit --config CFG --limit fio --rep 0
+The run contract (repro.runner), one experiment per benchmark and per limit:
 
-stack: brings the stack up with its own `systems/<x>/stack.py up` (state and data under
+    python3 -m studies.storage.run cosbench|mdtest --config CFG --rep R --out RAW...
+        --params '{"stack": "ceph|lustre-minio|juicefs", "launcher": "local|slurm"}' [--input image=SIF]
+    python3 -m studies.storage.run limit-fio|limit-ceiling --config CFG --rep R --out RAW
+        --params '{"launcher": "local|slurm"}' [--input image=SIF]
+
+--out is the job's raw files (Snakemake's {output}: layout.py's paths, every (size, workers) of the
+benchmark for a stack job, exactly those). The experiment names are the records' `experiment`.
+
+cosbench / mdtest: brings the stack up with its own `systems/<x>/stack.py up` (state and data under
 paths.work_dir), runs every configuration of the benchmark against it -- COSBench workloads from
 tools/cosbench/gen.py through cosbench-driver (its CSVs parsed by tools/cosbench/parser.py), or
 mdtest / mdbench -n FILES -w 3901 -e 3901 -i ITERATIONS on the stack's file side -- and ALWAYS
-brings it down (try/finally, also on SIGTERM/SIGINT).
+brings it down (try/finally; SIGTERM/SIGINT arrive as the runner's Terminated). Each configuration
+is recorded as it ends (ctx.settle); a job stopped later keeps those, the runner records the rest.
 
 Placement (placement.py): the nodes come from repro.allocation (never SLURM_* variables); on
 several hosts the daemons run on the system nodes through srun steps, bound to their nodes'
@@ -18,15 +26,16 @@ cluster), its data, mounts and caches under paths.work_dir (node-local). Every r
 extra.placement: the plan, the driver's measured placement, each daemon's, mdtest's tasks', checks.
 
 A configuration whose run fails (exit status, a failed or unverified request, a dead daemon) gets a
-failure record naming why (with the stack's log tail); the job then exits 1. lustre-minio's file
-side is the Lustre directory itself (paths.lustre_dir; locally a POSIX directory, the stand-in), so
-its mdtest job starts no daemon. On Slurm without paths.lustre_dir the Lustre+MinIO jobs are not
-planned (layout.lustre_not_run) and refused here.
+failure record naming why (with the stack's log tail; the daemons' full logs beside it: ctx.logs);
+the job then exits 1. lustre-minio's file side is the Lustre directory itself (paths.lustre_dir;
+locally a POSIX directory, the stand-in), so its mdtest job starts no daemon. On Slurm without
+paths.lustre_dir the Lustre+MinIO jobs are not planned (layout.lustre_not_run) and refused here
+(runner.Refused: exit 2, nothing recorded).
 
-limit: fio on the directory the stacks sit on (tools/fio), or the COSBench driver's own ceiling
-against its in-memory S3 endpoint (cosbench-driver ceiling).
+limit-fio: fio on the directory the stacks sit on (tools/fio); limit-ceiling: the COSBench driver's
+own ceiling against its in-memory S3 endpoint (cosbench-driver ceiling).
 
---image SIF (a cluster run from images): this driver stays on the host -- it needs Slurm's client
+--input image=SIF (a cluster run from images): this driver stays on the host -- it needs Slurm's client
 (scontrol for the allocation, srun steps for the daemons and mdtest's tasks), which an image does
 not have -- and every command of the stack runs in the image (ImageSide): on the driver node in one
 Apptainer instance of it, shared by the stack's daemons here, its FUSE mount and mdtest's tasks (a
@@ -43,13 +52,12 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from repro import allocation, cli, procs, provenance, rawio
+from repro import allocation, procs, provenance, rawio, runner
 from studies.storage import layout, lustre, placement
 from systems.storage_common import daemons as dm
 from tools.common import free_port
@@ -75,10 +83,6 @@ def say(msg: str) -> None:
         print(f"[storage {time.strftime('%H:%M:%S')}] {msg}", flush=True)
     except (BrokenPipeError, OSError):
         pass
-
-
-def _terminate(signum, frame):
-    raise SystemExit(128 + signum)  # unwinds through the finally that brings the stack down
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,35 +355,52 @@ def run_mdtest(cfg: dict, directory: Path, tasks: int, outdir: Path, alloc) -> t
 # ---------------------------------------------------------------------------------------------
 # jobs
 # ---------------------------------------------------------------------------------------------
+def conf_key(c: dict) -> str:
+    return c["size"] + str(c["workers"])
+
+
+def conf_params(cfg: dict, stack: str, benchmark: str, c: dict) -> dict:
+    """A stack configuration's record params."""
+    return {"stack": stack, "benchmark": benchmark, "size": c["size"], "workers": c["workers"],
+            "nodes": cfg["nodes"][0]}
+
+
 class StackJob:
     """One job: a stack x benchmark x repeat, every configuration (size, workers) of it against one
     stack that comes up once and goes down at the end. Its steps, in order: `up`, `mdtest_base`
-    (mdtest only), `run_all` (`run_one` per configuration), `down` (also after a failure)."""
+    (mdtest only), `run_all` (`run_one` per configuration), `down` (also after a failure). Each
+    configuration is recorded as it ends (ctx.settle): a job stopped later keeps what it finished."""
 
-    def __init__(self, cfg: dict, stack: str, benchmark: str, rep: int, confs: list, kind: str, alloc):
-        self.cfg, self.stack, self.benchmark, self.rep, self.kind, self.alloc = cfg, stack, benchmark, rep, kind, alloc
+    def __init__(self, ctx: runner.Context, stack: str, benchmark: str, raws: dict, kind: str, alloc):
+        self.ctx, self.cfg, self.rep = ctx, ctx.cfg, ctx.rep
+        self.stack, self.benchmark, self.kind, self.alloc = stack, benchmark, kind, alloc
         self.pl = pl = placement.plan(alloc)
-        self.work = work = Path(cfg["paths"]["work_dir"])
-        tag = f"{stack}-{benchmark}-rep{rep}-{os.getpid()}"
+        self.work = work = Path(self.cfg["paths"]["work_dir"])
+        tag = f"{stack}-{benchmark}-rep{self.rep}-{os.getpid()}"
         # what every node reads (conf, keys, PID files, logs, placement records) must be shared on a cluster
-        self.state = (Path(cfg["paths"]["shared_dir"]) if pl.multi_host else work).resolve() / tag
+        self.state = (Path(self.cfg["paths"]["shared_dir"]) if pl.multi_host else work).resolve() / tag
         self.local = work.resolve() / f"{tag}-local"
         self.needs_daemons = not (stack == "lustre-minio" and benchmark == "mdtest")
-        self.versions = {"cosbench": cosbench_tool_check(cfg)} if benchmark == "cosbench" else {}
+        self.versions = {"cosbench": cosbench_tool_check(self.cfg)} if benchmark == "cosbench" else {}
         if benchmark == "mdtest":
-            mdtest_tool(cfg)  # fails before the stack comes up when the tool is missing
-        self.params_of = {c["size"] + str(c["workers"]): c for c in confs}
-        self.raws = {k: layout.raw_path(stack, benchmark, c["size"], c["workers"], rep)
-                     for k, c in self.params_of.items()}
+            mdtest_tool(self.cfg)  # fails before the stack comes up when the tool is missing
+        self.params_of = {conf_key(c): c for c in layout.configurations(self.cfg, stack, benchmark)}
+        self.raws = raws
+        self.settled: set[str] = set()
         self.info: dict = {}
         self.base: Path | None = None  # the directory mdtest works in
         say(f"placement: {pl.why}")
 
-    def record(self, c: dict) -> dict:
-        return rawio.new_record(layout.STUDY, self.benchmark,
-                                {"stack": self.stack, "benchmark": self.benchmark, "size": c["size"],
-                                 "workers": c["workers"], "nodes": self.cfg["nodes"][0]},
-                                self.rep, self.kind, self.versions)
+    def record(self, k: str) -> dict:
+        """Configuration k's record (the runner's, kept for its raw file: a failure of the whole job records it)."""
+        return self.ctx.record(self.versions, self.kind,
+                               params=conf_params(self.cfg, self.stack, self.benchmark, self.params_of[k]),
+                               out=self.raws[k])
+
+    def settle(self, k: str, value) -> None:
+        """Configuration k recorded now: its record, or a RunFailed (a failure record, the daemons' logs beside it)."""
+        self.ctx.settle(self.raws[k], value)
+        self.settled.add(k)
 
     def placement_of(self, tasks_at=None) -> dict:
         endpoint = (self.info.get("endpoints") or {}).get("s3", "") if self.benchmark == "cosbench" else ""
@@ -393,27 +414,21 @@ class StackJob:
                 **({"mdtest_tasks": tasks_at} if tasks_at is not None else {}),
                 "checks": placement.checks(self.alloc, self.pl, driver, daemons, tasks_at)}
 
-    def keep_logs(self, raw) -> None:
-        """The daemons' full logs (STATE/log/*.log, systems/storage_common/daemons.py) beside the failure
-        record: ``down`` removes the state directory."""
-        kept = rawio.keep_logs(raw, [self.state / "log"])
-        if kept:
-            say(f"daemon logs kept in {kept}")
-
     def fail_all(self, keys, why: str, kind: str | None = None) -> None:
+        """Configurations that cannot run (the stack did not come up, or died): each a failure record."""
         for k in keys:
-            rec = self.record(self.params_of[k])
+            rec = self.record(k)
             rec["extra"] = {"state": str(self.state),
                             "placement": {"allocation": self.alloc.as_dict(), "plan": self.pl.as_dict()}}
-            rawio.write_failure(self.raws[k], rec, why, kind)
-            self.keep_logs(self.raws[k])
-            say(f"FAILED {self.raws[k]}: {why.splitlines()[0] if why else ''}")
+            self.settle(k, runner.RunFailed(why, rec, kind=kind))
 
     def up(self) -> bool:
         """The stack up through its stack.py; False (every configuration recorded failed) if it did not come up."""
         stack = self.stack
         self.state.mkdir(parents=True, exist_ok=True)
         self.local.mkdir(parents=True, exist_ok=True)
+        # the daemons' full logs (STATE/log/*.log, systems/storage_common/daemons.py) beside every failure record
+        self.ctx.logs.append(self.state / "log")
         args = stack_args(self.cfg, stack, self.state, self.local, self.pl)
         say(f"{stack}: up ({' '.join(args)})")
         t0 = time.monotonic()
@@ -449,25 +464,21 @@ class StackJob:
         self.base = base
         self.versions["mdtest"] = mdtest_tool(self.cfg)[1]
 
-    def run_all(self) -> int:
-        """Every configuration in turn; the number that failed."""
+    def run_all(self) -> None:
+        """Every configuration in turn (a stack that died stops the job)."""
         todo = list(self.params_of)
-        failed = 0
-        for i, k in enumerate(list(todo), 1):
-            n_failed, stop = self.run_one(k, f"[{i}/{len(todo)}]", todo[i:])
-            failed += n_failed
-            if stop:
+        for i, k in enumerate(todo, 1):
+            if self.run_one(k, f"[{i}/{len(todo)}]", todo[i:]):
                 break
-        return failed
 
-    def run_one(self, k: str, progress: str, rest: list) -> tuple[int, bool]:
-        """One configuration, its raw file written (or its failure record): (failed count, stop). A
-        stack that died fails the configurations still to come (`rest`) and stops the job."""
+    def run_one(self, k: str, progress: str, rest: list) -> bool:
+        """One configuration, recorded (its raw file, or its failure record); True: stop. A stack that
+        died fails the configurations still to come (`rest`) and stops the job."""
         stack, benchmark, needs_daemons = self.stack, self.benchmark, self.needs_daemons
         c = self.params_of[k]
         raw = self.raws[k]
         say(f"{stack} {benchmark} size={c['size']} workers={c['workers']} rep={self.rep} {progress}")
-        rec = self.record(c)
+        rec = self.record(k)
         try:
             if benchmark == "cosbench":
                 metrics, extra = run_cosbench(self.cfg, stack, self.info, c["size"], c["workers"],
@@ -482,13 +493,12 @@ class StackJob:
             dead = stack_status(stack, self.state) if needs_daemons else None
             why = (f"{type(e).__name__}: {e}" if not str(e).strip() or isinstance(e, subprocess.TimeoutExpired)
                    else f"{e}") + (f"\nstack status:\n{dead}" if dead else "")
-            rawio.write_failure(raw, rec, why, "timeout" if isinstance(e, subprocess.TimeoutExpired) else None)
-            self.keep_logs(raw)
-            say(f"FAILED {raw}: {why.splitlines()[0]}")
+            self.settle(k, runner.RunFailed(why, rec, kind="timeout" if isinstance(e, subprocess.TimeoutExpired)
+                                            else None))
             if dead:
                 self.fail_all(rest, f"{stack} died during an earlier configuration:\n{dead}")
-                return 1 + len(rest), True
-            return 1, False
+                return True
+            return False
         info = self.info
         rec["metrics"] = metrics
         rec["sanity"] = {"exit": 0, "succ_ratio_1": True, "stack_healthy_after": True}
@@ -497,9 +507,21 @@ class StackJob:
             k2: info.get(k2) for k2 in ("system_kind", "endpoints", "hosts", "up_seconds", "pool_size",
                                         "pool_min_size", "pool_size_source", "public_network", "osds_per_host")
             if k2 in info}, "placement": self.placement_of(tasks_at)}
-        rawio.write_json_atomic(raw, rawio.finish(rec))
-        rawio.clear_failure(raw)
-        return 0, False
+        self.settle(k, rec)
+        return False
+
+    def keep_logs_for_the_runner(self) -> None:
+        """The job is ending with configurations not recorded (a signal, a crash): the runner records
+        them after this job's clean-up, so the daemons' logs move out of the state directory first."""
+        logs = self.state / "log"
+        if set(self.params_of) <= self.settled or not logs.is_dir():
+            return
+        import tempfile
+
+        kept = Path(tempfile.mkdtemp(prefix="storage-logs-")) / "log"
+        shutil.copytree(logs, kept, dirs_exist_ok=True)
+        self.ctx.logs[:] = [kept if Path(p) == logs else p for p in self.ctx.logs]
+        say(f"daemon logs kept in {kept} for the failure records")
 
     def down(self) -> None:
         """The stack down and its directories removed (also after a failure); the Lustre stand-in's S3 data."""
@@ -510,6 +532,10 @@ class StackJob:
             if d.returncode != 0:
                 say(f"{stack}: down exit {d.returncode}: {d.stderr[-2000:]}")
             else:
+                try:
+                    self.keep_logs_for_the_runner()
+                except OSError as exc:
+                    say(f"{stack}: logs not kept: {exc}")
                 shutil.rmtree(state, ignore_errors=True)
                 shutil.rmtree(local, ignore_errors=True)
                 for h in self.pl.hosts or []:  # the node-local data of the system nodes
@@ -519,52 +545,95 @@ class StackJob:
             shutil.rmtree(self.work / "lustre-standin-s3", ignore_errors=True)
 
 
-def run_stack(cfg: dict, stack: str, benchmark: str, rep: int, launcher: str, alloc=None, image: str = "") -> int:
-    """One stack x benchmark x repeat (a StackJob): 0 all ran, 1 some failed, 2 not run here (why said)."""
+# ---------------------------------------------------------------------------------------------
+# the experiments (repro.runner): cosbench and mdtest (one stack each), limit-fio, limit-ceiling
+# ---------------------------------------------------------------------------------------------
+RUN = runner.Experiments(layout.STUDY)
+
+
+def launcher_of(ctx: runner.Context) -> str:
+    launcher = ctx.params.get("launcher", "local")
+    if launcher not in ("local", "slurm"):
+        raise runner.Refused(f"--params launcher: local or slurm, not {launcher!r}")
+    return launcher
+
+
+def raw_dir_of(ctx: runner.Context, first_dim: str) -> str:
+    """The raw directory of --out (<raw dir>/<first_dim>~...: layout.py's paths)."""
+    m = re.search(rf"/{first_dim}~", ctx.outs[0])
+    if not m:
+        raise runner.Refused(f"--out {ctx.outs[0]} is not a storage raw path (<raw dir>/{first_dim}~...)")
+    return ctx.outs[0][: m.start()]
+
+
+def job_outs(ctx: runner.Context, want: list[str]) -> None:
+    """--out must be exactly the job's raw files (layout.py's, under its raw directory)."""
+    if sorted(want) != sorted(ctx.outs):
+        raise runner.Refused(f"--out {ctx.outs} are not the raw files of this job {want}")
+
+
+def stack_job(ctx: runner.Context, benchmark: str) -> dict:
+    """One stack x benchmark x repeat (a StackJob): params stack, launcher; input image (a cluster run:
+    the stack's commands in it). Lustre+MinIO on a cluster without paths.lustre_dir: Refused (not run,
+    layout.lustre_not_run). A job that cannot start (a lustre_dir not on Lustre, no allocation, the
+    image) fails every configuration saying why, before any stack or tool starts."""
+    cfg, rep = ctx.cfg, ctx.rep
+    stack = ctx.params.get("stack")
+    if stack not in layout.STACKS:
+        raise runner.Refused(f"--params stack: one of {', '.join(layout.STACKS)}, not {stack!r}")
+    launcher, image = launcher_of(ctx), ctx.inputs.get("image", "")
+    Path(cfg["paths"]["work_dir"]).mkdir(parents=True, exist_ok=True)
     confs = layout.configurations(cfg, stack, benchmark)
     kind = layout.system_kind(cfg, stack, benchmark)
     why_not = layout.lustre_not_run(cfg, launcher) if stack == "lustre-minio" else None
     if why_not:
         say(f"{stack}: not run: {why_not}")
-        return 2
-    def refuse(why: str) -> int:
-        """Nothing may start: a failure record per configuration, saying why (kind error)."""
-        print(f"storage: {why}", file=sys.stderr)
-        for c in confs:
-            rec = rawio.new_record(layout.STUDY, benchmark, {"stack": stack, "benchmark": benchmark, "size": c["size"],
-                                                             "workers": c["workers"], "nodes": cfg["nodes"][0]},
-                                   rep, kind, {})
-            rawio.write_failure(layout.raw_path(stack, benchmark, c["size"], c["workers"], rep), rec, why, "error")
-        return 1
-
+        raise runner.Refused(why_not)
+    raw_dir = raw_dir_of(ctx, "stack")
+    raws = {conf_key(c): layout.raw_path(stack, benchmark, c["size"], c["workers"], rep, raw_dir) for c in confs}
+    job_outs(ctx, list(raws.values()))
+    for c in confs:  # each configuration's record from the start: a failure of the whole job records each
+        ctx.record({}, kind, params=conf_params(cfg, stack, benchmark, c), out=raws[conf_key(c)])
     not_lustre = lustre.refusal(cfg["paths"].get("lustre_dir")) if stack == "lustre-minio" else None
     if not_lustre:  # issue 28: a directory that is not Lustre is refused at job start, naming the key
-        return refuse(not_lustre)
+        raise runner.RunFailed(not_lustre, kind="error")
     try:
-        alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
+        alloc = allocation.current() if launcher == "slurm" else allocation.local()
     except allocation.AllocationError as e:  # e.g. the driver inside an image without Slurm's client
-        return refuse(str(e))
+        raise runner.RunFailed(str(e), kind="error") from e
     side = ImageSide(image, cfg, f"{stack}-{benchmark}-{rep}-{os.getpid()}") if image else None
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGINT, _terminate)
     job = None
     try:
         if side:
             try:
                 side.start()
             except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-                return refuse(f"the stack's image could not start on {allocation.here().get('hostname')}: {e}")
-        job = StackJob(cfg, stack, benchmark, rep, confs, kind, alloc)
+                raise runner.RunFailed(f"the stack's image could not start on {allocation.here().get('hostname')}: "
+                                       f"{e}", kind="error") from e
+        job = StackJob(ctx, stack, benchmark, raws, kind, alloc)
         if job.needs_daemons and not job.up():
-            return 1
+            return {}  # every configuration recorded failed
         if benchmark == "mdtest":
             job.mdtest_base()
-        return 1 if job.run_all() else 0
+        job.run_all()
+        return {}  # every configuration recorded as it ended (ctx.settle)
     finally:
         if job:
             job.down()
         if side:
             side.stop()
+
+
+@RUN.experiment("cosbench")
+def cosbench(ctx: runner.Context) -> dict:
+    """Every COSBench workload (size x workers) of the config against one stack (stack_job)."""
+    return stack_job(ctx, "cosbench")
+
+
+@RUN.experiment("mdtest")
+def mdtest(ctx: runner.Context) -> dict:
+    """mdtest (or mdbench) at every task count of the config on one stack's file side (stack_job)."""
+    return stack_job(ctx, "mdtest")
 
 
 def fio_argv(cfg: dict, directory: Path, out: Path, prefix: list[str], python: str = sys.executable) -> list[str]:
@@ -589,112 +658,115 @@ def fio_place(cfg: dict, alloc) -> tuple[Path, list[str], str]:
     return base, [], alloc.driver.name
 
 
-def run_limit(cfg: dict, limit: str, rep: int, launcher: str = "local", alloc=None, image: str = "") -> int:
-    lim = cfg["limit"]
-    raw = layout.limit_path(limit, rep)
+def limit_start(ctx: runner.Context, limit: str) -> tuple[str, Path]:
+    """(the limit's raw file, its tool output directory, made empty)."""
+    launcher_of(ctx)
+    Path(ctx.cfg["paths"]["work_dir"]).mkdir(parents=True, exist_ok=True)
+    raw = layout.limit_path(limit, ctx.rep, raw_dir_of(ctx, "limit"))
+    job_outs(ctx, [raw])
     out = Path(layout.tool_dir(raw))
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    kind = "real" if limit == "fio" else "stand-in:memserver"
+    return raw, out
+
+
+def limit_failed(e: BaseException, rec: dict) -> runner.RunFailed:
+    return runner.RunFailed(str(e).strip() or repr(e), rec,
+                            kind="timeout" if isinstance(e, subprocess.TimeoutExpired) else None)
+
+
+LIMIT_ERRORS = (RuntimeError, SystemExit, subprocess.TimeoutExpired, OSError, ValueError)
+
+
+@RUN.experiment("limit-fio")
+def limit_fio(ctx: runner.Context) -> dict:
+    """fio on the directory the stacks sit on (fio_place): params launcher; input image (fio from it)."""
+    cfg, rep, lim = ctx.cfg, ctx.rep, ctx.cfg["limit"]
+    raw, out = limit_start(ctx, "fio")
+    image = ctx.inputs.get("image", "")
     # fio from the image (a cluster run): a container of its own where it measures (ImageSide.exec_plain)
-    inner = ImageSide(image, cfg, f"limit-{limit}-{rep}-{os.getpid()}").exec_plain if image and limit == "fio" else []
-    rec = rawio.new_record(layout.STUDY, f"limit-{limit}", {"limit": limit}, rep, kind,
-                           {"fio": provenance.tool_version([*inner, "fio", "--version"], timeout=300)} if limit == "fio"
-                           else {"cosbench-driver": "cosbench-driver 1.0"})
+    inner = ImageSide(image, cfg, f"limit-fio-{rep}-{os.getpid()}").exec_plain if image else []
+    rec = ctx.record({"fio": provenance.tool_version([*inner, "fio", "--version"], timeout=300)},
+                     params={"limit": "fio"}, out=raw)
     try:
-        if limit == "fio":
-            from tools.fio import parser as fparse
-            from tools.fio import runner as frunner
+        from tools.fio import parser as fparse
+        from tools.fio import runner as frunner
 
-            not_lustre = lustre.refusal(cfg["paths"].get("lustre_dir"))
-            if not_lustre:  # fio would measure another file system under Lustre's name
-                raise RuntimeError(not_lustre)
-            alloc = alloc or (allocation.current() if launcher == "slurm" else allocation.local())
-            base, prefix, node = fio_place(cfg, alloc)
-            prefix = [*prefix, *inner]  # on the system node (srun step), in the image (apptainer exec)
-            py = "python3" if inner else sys.executable
-            d = base / f"fio-{os.getpid()}"
-            say(f"fio on {node}:{d} sizes={lim['fio_sizes']} rep={rep}")
-            try:
-                if prefix:  # on a system node: its node-local disk, where the stacks' data sit
-                    from systems.storage_common.daemons import WHERE
+        not_lustre = lustre.refusal(cfg["paths"].get("lustre_dir"))
+        if not_lustre:  # fio would measure another file system under Lustre's name
+            raise RuntimeError(not_lustre)
+        alloc = allocation.current() if launcher_of(ctx) == "slurm" else allocation.local()
+        base, prefix, node = fio_place(cfg, alloc)
+        prefix = [*prefix, *inner]  # on the system node (srun step), in the image (apptainer exec)
+        py = "python3" if inner else sys.executable
+        d = base / f"fio-{os.getpid()}"
+        say(f"fio on {node}:{d} sizes={lim['fio_sizes']} rep={rep}")
+        try:
+            if prefix:  # on a system node: its node-local disk, where the stacks' data sit
+                from systems.storage_common.daemons import WHERE
 
-                    r = subprocess.run([*prefix, "mkdir", "-p", str(d)], capture_output=True, text=True, timeout=120)
-                    if r.returncode != 0:
-                        raise RuntimeError(procs.failure_message(f"mkdir -p {d}", r, node=node, tail=2000))
-                    where = subprocess.run([*prefix, py, str(WHERE), "probe", str(d)], capture_output=True,
-                                           text=True, timeout=120).stdout
-                    r = subprocess.run(fio_argv(cfg, d, out, prefix, py), capture_output=True, text=True, timeout=7200)
-                    (out / "fio-runner.log").write_text(r.stdout + r.stderr)
-                    if r.returncode != 0:
-                        raise RuntimeError(procs.failure_message("fio", r, node=node, tail=2000))
-                    files = sorted(out.glob("*~*.json"))
-                    measured = json.loads(where.splitlines()[0]) if where.strip() else {}
-                else:
-                    d.mkdir(parents=True, exist_ok=True)
-                    from systems.storage_common.where import mount_of, record
+                r = subprocess.run([*prefix, "mkdir", "-p", str(d)], capture_output=True, text=True, timeout=120)
+                if r.returncode != 0:
+                    raise RuntimeError(procs.failure_message(f"mkdir -p {d}", r, node=node, tail=2000))
+                where = subprocess.run([*prefix, py, str(WHERE), "probe", str(d)], capture_output=True,
+                                       text=True, timeout=120).stdout
+                r = subprocess.run(fio_argv(cfg, d, out, prefix, py), capture_output=True, text=True, timeout=7200)
+                (out / "fio-runner.log").write_text(r.stdout + r.stderr)
+                if r.returncode != 0:
+                    raise RuntimeError(procs.failure_message("fio", r, node=node, tail=2000))
+                files = sorted(out.glob("*~*.json"))
+                measured = json.loads(where.splitlines()[0]) if where.strip() else {}
+            else:
+                d.mkdir(parents=True, exist_ok=True)
+                from systems.storage_common.where import mount_of, record
 
-                    measured = {**record(), "mount": mount_of(str(d))}
-                    files = frunner.run_all(d, out, lim["fio_sizes"], lim["fio_file_size"], lim["fio_runtime"])
-            finally:
-                if prefix:
-                    subprocess.run([*prefix, "rm", "-rf", str(d)], capture_output=True, timeout=300)
-                else:
-                    shutil.rmtree(d, ignore_errors=True)
-            for row in fparse.parse_files(files):
-                rec["metrics"].append(rawio.metric(row["metric"], row["value"], row["unit"], rw=row["rw"],
-                                                   bs=row["bs"], direct=str(row["direct"])))
-            rec["extra"] = {"directory": str(d.parent), "placement": {"node": node, "measured": measured,
-                                                                       "allocation": alloc.as_dict(),
-                                                                       "runs_in": shlex.join(inner) or "host"}}
-        else:
-            say(f"ceiling sizes={lim['ceiling_sizes']} workers={lim['ceiling_workers']} rep={rep}")
-            cmd = [str(DRIVER), "ceiling", "--sizes", ",".join(lim["ceiling_sizes"]), "--workers",
-                   ",".join(map(str, lim["ceiling_workers"])), "--seconds", str(lim["ceiling_seconds"]),
-                   "--json", str(out / "ceiling.json")]
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-            (out / "ceiling.log").write_text(r.stdout + r.stderr)
-            if r.returncode != 0:
-                raise RuntimeError(procs.failure_message("cosbench-driver ceiling", r, tail=2000))
-            for row in json.loads((out / "ceiling.json").read_text())["rows"]:
-                if row["succ_ratio"] < 1:
-                    raise RuntimeError(f"ceiling {row['size']} {row['workers']} {row['op']}: succ {row['succ_ratio']}")
-                lab = {"op": row["op"], "size": row["size"], "workers": int(row["workers"])}
-                rec["metrics"] += [rawio.metric("throughput", row["ops_per_s"], "op/s", **lab),
-                                   rawio.metric("bandwidth", row["bytes_per_s"], "B/s", **lab),
-                                   rawio.metric("avg_res_time", row["avg_res_ms"], "ms", **lab)]
-    except (RuntimeError, SystemExit, subprocess.TimeoutExpired, OSError, ValueError) as e:
-        rawio.write_failure(raw, rec, str(e).strip() or repr(e),
-                            "timeout" if isinstance(e, subprocess.TimeoutExpired) else None)
-        say(f"FAILED {raw}: {e}")
-        return 1
+                measured = {**record(), "mount": mount_of(str(d))}
+                files = frunner.run_all(d, out, lim["fio_sizes"], lim["fio_file_size"], lim["fio_runtime"])
+        finally:
+            if prefix:
+                subprocess.run([*prefix, "rm", "-rf", str(d)], capture_output=True, timeout=300)
+            else:
+                shutil.rmtree(d, ignore_errors=True)
+        for row in fparse.parse_files(files):
+            rec["metrics"].append(rawio.metric(row["metric"], row["value"], row["unit"], rw=row["rw"],
+                                               bs=row["bs"], direct=str(row["direct"])))
+        rec["extra"] = {"directory": str(d.parent), "placement": {"node": node, "measured": measured,
+                                                                   "allocation": alloc.as_dict(),
+                                                                   "runs_in": shlex.join(inner) or "host"}}
+    except LIMIT_ERRORS as e:
+        raise limit_failed(e, rec) from e
     rec["sanity"] = {"exit": 0}
-    rawio.write_json_atomic(raw, rawio.finish(rec))
-    rawio.clear_failure(raw)
-    return 0
+    return rec
 
 
-def main(argv=None) -> int:
-    ap = cli.parser(__doc__)
-    ap.add_argument("what", choices=["stack", "limit"])
-    ap.add_argument("--stack", choices=layout.STACKS)
-    ap.add_argument("--benchmark", choices=layout.BENCHMARKS)
-    ap.add_argument("--limit", choices=layout.LIMITS)
-    ap.add_argument("--rep", type=int, required=True)
-    ap.add_argument("--launcher", choices=["local", "slurm"], default="local")
-    ap.add_argument("--image", default="", help="the stack's image (a cluster run): its commands run in it, this "
-                    "driver on the host (module docstring)")
-    a, cfg = cli.finish(ap, argv)
-    Path(cfg["paths"]["work_dir"]).mkdir(parents=True, exist_ok=True)
-    if a.what == "stack":
-        if not (a.stack and a.benchmark):
-            ap.error("stack needs --stack and --benchmark")
-        return run_stack(cfg, a.stack, a.benchmark, a.rep, a.launcher, image=a.image)
-    if not a.limit:
-        ap.error("limit needs --limit")
-    return run_limit(cfg, a.limit, a.rep, a.launcher, image=a.image)
+@RUN.experiment("limit-ceiling", system_kind="stand-in:memserver")
+def limit_ceiling(ctx: runner.Context) -> dict:
+    """The COSBench driver's own ceiling against its in-memory S3 endpoint: params launcher."""
+    lim, rep = ctx.cfg["limit"], ctx.rep
+    raw, out = limit_start(ctx, "ceiling")
+    rec = ctx.record({"cosbench-driver": "cosbench-driver 1.0"}, params={"limit": "ceiling"}, out=raw)
+    try:
+        say(f"ceiling sizes={lim['ceiling_sizes']} workers={lim['ceiling_workers']} rep={rep}")
+        cmd = [str(DRIVER), "ceiling", "--sizes", ",".join(lim["ceiling_sizes"]), "--workers",
+               ",".join(map(str, lim["ceiling_workers"])), "--seconds", str(lim["ceiling_seconds"]),
+               "--json", str(out / "ceiling.json")]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        (out / "ceiling.log").write_text(r.stdout + r.stderr)
+        if r.returncode != 0:
+            raise RuntimeError(procs.failure_message("cosbench-driver ceiling", r, tail=2000))
+        for row in json.loads((out / "ceiling.json").read_text())["rows"]:
+            if row["succ_ratio"] < 1:
+                raise RuntimeError(f"ceiling {row['size']} {row['workers']} {row['op']}: succ {row['succ_ratio']}")
+            lab = {"op": row["op"], "size": row["size"], "workers": int(row["workers"])}
+            rec["metrics"] += [rawio.metric("throughput", row["ops_per_s"], "op/s", **lab),
+                               rawio.metric("bandwidth", row["bytes_per_s"], "B/s", **lab),
+                               rawio.metric("avg_res_time", row["avg_res_ms"], "ms", **lab)]
+    except LIMIT_ERRORS as e:
+        raise limit_failed(e, rec) from e
+    rec["sanity"] = {"exit": 0}
+    return rec
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(RUN.main())

@@ -22,6 +22,26 @@ def section(local: bool = True, **overrides) -> dict:
     return copy.deepcopy(rc.validate({"storage": cfg}, schema=schema)["storage"])
 
 
+def job_argv(cfg: dict, what: str, name: str, bench: str | None = None, rep: int = 0, launcher: str = "local",
+             config: str | None = None, raw_dir: str | None = None) -> list[str]:
+    """run.py's arguments for one job, as the run rules give them (the run contract): the experiment
+    (the benchmark, or limit-<name>), --config (`config`, else `cfg` as JSON), --params, --rep and
+    --out (every raw file of the job: layout.py's paths, under `raw_dir`)."""
+    import json
+
+    from studies.storage import layout
+
+    raw = {} if raw_dir is None else {"raw_dir": raw_dir}
+    if what == "stack":
+        head, params = [bench], {"stack": name, "launcher": launcher}
+        outs = layout.job_outputs(cfg, name, bench, rep, **raw)
+    else:
+        head, params = [f"limit-{name}"], {"launcher": launcher}
+        outs = [layout.limit_path(name, rep, **raw)]
+    return [*head, "--config", config or json.dumps(cfg), "--params", json.dumps(params), "--rep", str(rep),
+            "--out", *outs]
+
+
 def write_raw_tree(root, cfg: dict, failed=(), skip=()) -> list[str]:
     """Synthetic raw records of every configuration `cfg` plans (COSBench: throughput, bandwidth and
     response time of the main stage; mdtest: rate/max/min of each phase; fio's sequential bandwidth;

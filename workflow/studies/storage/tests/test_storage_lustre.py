@@ -15,7 +15,7 @@ from repro import rawio
 from studies.storage import layout, lustre
 from systems.minio.stack import LUSTRE_MAGIC
 
-from .storage_testlib import section
+from .storage_testlib import job_argv, section
 
 
 def stat_magic(path) -> int:
@@ -50,8 +50,9 @@ def test_the_check_accepts_the_lustre_magic_and_nothing_else(tmp_path):
 def _job(cwd, cfg, *args):
     (cwd / "cfg.json").write_text(json.dumps(cfg))
     env = {**os.environ, "REPRO_SINGLE_HOST": "1"}
-    return subprocess.run([sys.executable, "-m", "studies.storage.run", *args, "--rep", "0", "--config",
-                           f"@{cwd}/cfg.json"], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+    argv = job_argv(cfg, *args, config=f"@{cwd}/cfg.json")
+    return subprocess.run([sys.executable, "-m", "studies.storage.run", *argv], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, env=env)
 
 
 @pytest.mark.parametrize("benchmark", ["cosbench", "mdtest"])
@@ -60,7 +61,7 @@ def test_a_lustre_minio_job_refuses_at_start_with_a_failure_record_per_configura
     not_lustre.mkdir()
     cfg = section(cosbench={"sizes": ["4KB"], "workers": [1, 2]}, mdtest={"tasks": [1]},
                   paths={"work_dir": str(tmp_path / "work"), "lustre_dir": str(not_lustre)})
-    r = _job(tmp_path, cfg, "stack", "--stack", "lustre-minio", "--benchmark", benchmark)
+    r = _job(tmp_path, cfg, "stack", "lustre-minio", benchmark)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "storage.paths.lustre_dir" in r.stderr and f"{stat_magic(not_lustre):#010x}" in r.stderr
     assert not list(not_lustre.iterdir())            # nothing was written into it: no MinIO, no mdtest
@@ -77,7 +78,7 @@ def test_the_fio_limit_refuses_a_lustre_dir_that_is_not_lustre(tmp_path):
     not_lustre = tmp_path / "scratch"
     not_lustre.mkdir()
     cfg = section(paths={"work_dir": str(tmp_path / "work"), "lustre_dir": str(not_lustre)})
-    r = _job(tmp_path, cfg, "limit", "--limit", "fio")
+    r = _job(tmp_path, cfg, "limit", "fio")
     assert r.returncode == 1, r.stdout + r.stderr
     rec = json.loads(rawio.failure_path(tmp_path / layout.limit_path("fio", 0)).read_text())
     assert "storage.paths.lustre_dir" in rec["failure"] and "not on Lustre" in rec["failure"]
@@ -95,7 +96,7 @@ def test_a_stack_job_that_cannot_read_its_slurm_allocation_refuses_with_records(
     monkeypatch.setenv("SLURM_JOB_ID", "4243")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     cfg = section(paths={"work_dir": str(tmp_path / "work"), "shared_dir": str(tmp_path / "shared")})
-    assert run.run_stack(cfg, "juicefs", "cosbench", 0, "slurm") == 1
+    assert run.RUN.main(job_argv(cfg, "stack", "juicefs", "cosbench", launcher="slurm")) == 1
     confs = layout.configurations(cfg, "juicefs", "cosbench")
     assert confs
     for c in confs:

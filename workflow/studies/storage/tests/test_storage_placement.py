@@ -15,7 +15,7 @@ from repro.allocation import Allocation, Node
 from studies.storage import aggregate, layout, placement
 from studies.storage import run as srun
 
-from .storage_testlib import REPO, section
+from .storage_testlib import REPO, job_argv, section
 
 
 def cluster(addrs=("10.1.0.11", "10.1.0.12", "10.1.0.13", "10.1.0.14", "10.1.0.15")) -> Allocation:
@@ -133,7 +133,7 @@ def test_lustre_is_not_run_on_a_cluster_without_a_lustre_directory(tmp_path, mon
     assert len(lm) and set(lm["status"]) == {"not-run"} and lm["failure"].str.contains("lustre_dir").all()
     # and run.py refuses to run it there (before any stack or allocation is touched)
     monkeypatch.chdir(tmp_path)
-    assert srun.run_stack(section(local=False), "lustre-minio", "mdtest", 0, "slurm") == 2
+    assert srun.RUN.main(job_argv(section(local=False), "stack", "lustre-minio", "mdtest", launcher="slurm")) == 2
     assert not (tmp_path / "results").exists()
 
 
@@ -181,7 +181,7 @@ def test_a_named_lustre_dir_that_is_not_lustre_is_refused_at_job_start(tmp_path,
     (tmp_path / "lustre").mkdir()
     cfg = section(repeats=1, mdtest={"tasks": [1], "files": 10, "iterations": 1, "tool": "mdbench"},
                   paths={"work_dir": str(tmp_path / "work"), "lustre_dir": str(tmp_path / "lustre")})
-    assert srun.run_stack(cfg, "lustre-minio", "mdtest", 0, "local") == 1
+    assert srun.RUN.main(job_argv(cfg, "stack", "lustre-minio", "mdtest")) == 1
     raw = layout.raw_path("lustre-minio", "mdtest", "3901B", 1, 0)
     assert not (tmp_path / raw).exists()
     rec = json.loads(rawio.failure_path(tmp_path / raw).read_text())

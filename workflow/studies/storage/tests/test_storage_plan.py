@@ -11,7 +11,7 @@ from repro import paramspace
 
 from studies.storage import layout
 
-from .storage_testlib import section
+from .storage_testlib import job_argv, section
 
 
 def test_full_matrix_is_the_papers_126_workloads():
@@ -101,7 +101,7 @@ def test_real_cosbench_or_mdtest_missing_fails_before_the_stack_comes_up(tmp_pat
         cfg = section(paths={"work_dir": str(tmp_path / "work")}, **over)
         bench = "cosbench" if "cosbench" in over else "mdtest"
         with pytest.raises(SystemExit, match=key.replace(".", r"\.")):
-            run.run_stack(cfg, "juicefs", bench, 0, "local")
+            run.RUN.main(job_argv(cfg, "stack", "juicefs", bench))
         assert not list((tmp_path / "work").glob("juicefs-*")) if (tmp_path / "work").exists() else True
 
 

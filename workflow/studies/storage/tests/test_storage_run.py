@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 
@@ -21,7 +22,7 @@ from systems.storage_common.testing import mounts_under, processes_mentioning
 from tools.cosbench import parser as cosparse
 from tools.mdtest.parser import parse_mdtest
 
-from .storage_testlib import REPO, section
+from .storage_testlib import REPO, job_argv, section
 
 pytestmark = pytest.mark.slow
 JOBS = [("stack", "ceph", "cosbench"), ("stack", "lustre-minio", "cosbench"), ("stack", "juicefs", "cosbench"),
@@ -30,9 +31,9 @@ JOBS = [("stack", "ceph", "cosbench"), ("stack", "lustre-minio", "cosbench"), ("
 
 
 def run_job(cwd, cfg, what, name, bench, rep=0, timeout=400):
-    args = ["--stack", name, "--benchmark", bench] if what == "stack" else ["--limit", name]
+    args = job_argv(cfg, what, name, bench, rep, config=f"@{cwd}/cfg.json")
     cmd = (f"export REPRO_SINGLE_HOST=1; source {REPO}/workflow/scripts/mpi-env.sh; exec {sys.executable} -m "
-           f"studies.storage.run {what} --config @{cwd}/cfg.json --rep {rep} " + " ".join(args))
+           f"studies.storage.run " + shlex.join(args))
     (cwd / "cfg.json").write_text(json.dumps(cfg))
     return subprocess.run(["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
@@ -166,8 +167,8 @@ def test_a_daemon_killed_mid_run_fails_the_job_with_its_log(study, stack, daemon
     cwd, cfg, _ = study
     kill = dict(cfg, stacks=[stack], cosbench=dict(cfg["cosbench"], workers=[5, 6], runtime=8, timeout_s=60))
     (cwd / "cfg.json").write_text(json.dumps(kill))
-    cmd = (f"exec {sys.executable} -m studies.storage.run stack --config @{cwd}/cfg.json --rep 0"
-           f" --stack {stack} --benchmark cosbench")
+    cmd = f"exec {sys.executable} -m studies.storage.run " + shlex.join(
+        job_argv(kill, "stack", stack, "cosbench", config=f"@{cwd}/cfg.json"))
     p = subprocess.Popen(["bash", "-c", cmd], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 90
     pid = None
@@ -206,8 +207,8 @@ def test_a_reader_gone_does_not_leave_the_stack_running(tmp_path):
                   cosbench={"sizes": ["4KB"], "workers": [1, 2], "objects": 4, "runtime": 2, "interval": 1},
                   paths={"work_dir": str(tmp_path / "work")})
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-    cmd = [sys.executable, "-m", "studies.storage.run", "stack", "--config", f"@{tmp_path}/cfg.json", "--rep", "0",
-           "--stack", "lustre-minio", "--benchmark", "cosbench"]
+    cmd = [sys.executable, "-m", "studies.storage.run",
+           *job_argv(cfg, "stack", "lustre-minio", "cosbench", config=f"@{tmp_path}/cfg.json")]
     p = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     for line in p.stdout:  # until the stack is up
         if b": up in " in line:
