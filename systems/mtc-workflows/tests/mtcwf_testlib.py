@@ -10,6 +10,7 @@ Slow tests (marked ``slow``) run by default; ``--quick`` (REPRO_QUICK=1) skips t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -66,15 +67,21 @@ def blast_inputs(tmp_path_factory):
 
 
 def run_workflow(tmp: Path, workflow: str, inputs: Path, design: str, nodes: int = 2, k: int = 1,
-                 launcher: str = "standin", rep: int = 0, extra: list[str] | None = None):
-    """Run one configuration and record it (studies.memfs.wf_run over mtcwf.run) in a subprocess; returns
-    (rc, raw path, output)."""
-    raw = tmp / "results" / "memfs" / "raw" / f"workflow~{workflow}" / f"design~{design}" / \
+                 launcher: str = "standin", rep: int = 0, cfg: dict | None = None,
+                 module: str = "studies.memfs.wf_run", params: dict | None = None,
+                 raw: Path | None = None):
+    """Run one configuration and record it (the run contract: ``module``'s experiment workflow_<workflow>,
+    studies.memfs.wf_run over mtcwf.run) in a subprocess, its scratch directories under ``tmp``
+    ($TMPDIR); ``cfg`` replaces keys of the config, ``params`` adds to --params. Returns (rc, raw path,
+    output)."""
+    raw = raw or tmp / "results" / "memfs" / "raw" / f"workflow~{workflow}" / f"design~{design}" / \
         f"nodes~{nodes}" / f"tasks_per_node~{k}" / f"rep~{rep}.json"
-    cmd = [sys.executable, "-m", "studies.memfs.wf_run", "--workflow", workflow, "--inputs", str(inputs),
-           "--design", design, "--nodes", str(nodes), "--tasks-per-node", str(k), "--rep", str(rep), "--raw", str(raw),
-           "--launcher", launcher, "--memcached-mb", "128", "--task-timeout", "120",
-           "--tmp-base", str(tmp)] + list(extra or [])
+    config = {"launcher": launcher, "memcached_mb": 128, "task_timeout_s": 120, **(cfg or {})}
+    run = {"workflow": workflow, "design": design, "nodes": nodes, "tasks_per_node": k, **(params or {})}
+    cmd = [sys.executable, "-m", module, f"workflow_{workflow}", "--config", json.dumps(config),
+           "--params", json.dumps(run), "--rep", str(rep), "--input", f"manifest={inputs / 'manifest.json'}",
+           "--out", str(raw)]
+    tmp.mkdir(parents=True, exist_ok=True)
     # mtcwf: the project's Python path (workflow/pythonpath.txt; conftest.py puts it on PYTHONPATH)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp)})
     return p.returncode, raw, p.stdout + p.stderr

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 
 import pytest
 from mtcwf_testlib import REPO, run_workflow
@@ -92,10 +96,85 @@ def test_no_leftover_mounts_or_servers(tmp_path, blast_inputs):
 @pytest.mark.parametrize("design", ["memfs", "locality", "local-disk"])
 def test_montage_on_the_shared_launcher(tmp_path, montage_inputs, design):
     """The same run on systems/mtc: agents in network namespaces, tc-shaped links."""
-    net = json.dumps({"name": "test", "emulate": True, "rate_mbit": 1000})
+    net = {"name": "test", "emulate": True, "rate_mbit": 1000}
     rec = _ok(*run_workflow(tmp_path, "montage", montage_inputs, design, nodes=2, k=2, launcher="mtc",
-                            extra=["--network", net]))
+                            cfg={"network": net}))
     assert rec["system_kind"] == "stand-in:network-namespaces"
     # where the agents ran (the rehearsal's placement checks read it): systems/mtc's describe()
     cl = rec["extra"]["cluster"]
     assert cl["nodes"] == 2 and cl["launcher"] == "local" and len(cl["netns"]) == 2 and cl["cid"]
+
+
+def _failure(tmp, raw):
+    return json.loads((tmp / "results" / "memfs" / "failed" / raw.relative_to(tmp / "results" / "memfs" / "raw"))
+                      .read_text())
+
+
+def test_a_run_that_contradicts_its_experiment_is_refused(tmp_path, montage_inputs):
+    """The run contract: --params' workflow names the experiment's (workflow_<name>); a mismatch, or no
+    manifest, is refused (exit 2) and records nothing -- nothing was measured."""
+    cmd = [sys.executable, "-m", "studies.memfs.wf_run", "workflow_blast", "--config",
+           json.dumps({"launcher": "standin", "memcached_mb": 128, "task_timeout_s": 60}), "--params",
+           json.dumps({"workflow": "montage", "design": "memfs", "nodes": 1, "tasks_per_node": 1}), "--rep", "0"]
+    raw = tmp_path / "results" / "memfs" / "raw" / "x" / "rep~0.json"
+    p = subprocess.run(cmd + ["--input", f"manifest={montage_inputs / 'manifest.json'}", "--out", str(raw)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "'montage' is not this experiment's (workflow_blast)" in p.stderr
+    cmd[3] = "workflow_montage"  # right experiment, but no --input manifest=
+    p = subprocess.run(cmd + ["--out", str(raw)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "no --input manifest=PATH" in p.stderr, p.stdout + p.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_sigterm_mid_run_is_a_failure_record_and_the_cluster_is_torn_down(tmp_path, montage_inputs):
+    """SIGTERM (Slurm's time limit, a cancel) while the stages run: the runner's failure record says
+    which signal (kind error, exit 143), not a crash wrapped by mtcwf.run; no mount or directory is left."""
+    raw = tmp_path / "results" / "memfs" / "raw" / "w" / "rep~0.json"
+    cmd = [sys.executable, "-m", "studies.memfs.wf_run", "workflow_montage", "--config",
+           json.dumps({"launcher": "standin", "memcached_mb": 128, "task_timeout_s": 120}), "--params",
+           json.dumps({"workflow": "montage", "design": "memfs", "nodes": 2, "tasks_per_node": 1}), "--rep", "0",
+           "--input", f"manifest={montage_inputs / 'manifest.json'}", "--out", str(raw)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path)})
+    seen = []
+    for line in p.stdout:
+        seen.append(line)
+        if "stage mProjectPP" in line:  # the first stage ended: the cluster is up, the workflow runs
+            p.send_signal(signal.SIGTERM)
+            break
+    out = "".join(seen) + p.stdout.read()
+    assert p.wait(timeout=120) == 143, out[-3000:]
+    assert not raw.exists()
+    rec = _failure(tmp_path, raw)
+    assert rec["failure"] == "stopped by SIGTERM" and rec["failure_kind"] == "error", rec["failure"]
+    assert "mProjectPP" in [s["stage"] for s in rec["extra"]["stages"]]  # what it measured until then
+    with open("/proc/self/mountinfo") as fh:
+        assert str(tmp_path) not in fh.read()
+    assert not [x for x in tmp_path.iterdir() if x.name.startswith("mtcwf-")]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (REPO / "systems" / "mtc" / "launch.py").exists(), reason="systems/mtc not there")
+def test_memlimit_run_records_the_stores_at_failure(tmp_path, montage_inputs):
+    """montage-memlimit (studies.memfs.wf_memlimit_run): every node's memcached at 16 MB, the locality
+    design's 3x3 mosaic does not fit (7.6 MB on the scheduler node in MemFS's stripes): the failure record
+    holds the stores' state before tear-down (extra.at_failure: each node's limit, MemFS's ENOSPC); at
+    128 MB the same run completes and its record has no at_failure. The limit is not one of the
+    record's params (its path names it)."""
+    kw = dict(launcher="mtc", module="studies.memfs.wf_memlimit_run")
+    rc, raw, out = run_workflow(tmp_path / "16", "montage", montage_inputs, "locality", params={"memcached_mb": 16},
+                                **kw)
+    assert rc == 1 and not raw.exists(), out[-3000:]
+    rec = _failure(tmp_path / "16", raw)
+    assert rec["experiment"] == "workflow_montage" and rec["params"] == {
+        "workflow": "montage", "design": "locality", "nodes": 2, "tasks_per_node": 1}
+    assert "could not close the file" in rec["failure"], rec["failure"]
+    nodes = rec["extra"]["at_failure"]["nodes"]
+    assert [n["node"] for n in nodes] == [1, 2] and all(n["memcached_limit_bytes"] == 16 << 20 for n in nodes)
+    assert sum(n["memfs_enospc"] for n in nodes) >= 1, nodes
+    assert "store at failure: " in out
+    rec = _ok(*run_workflow(tmp_path / "128", "montage", montage_inputs, "locality", params={"memcached_mb": 128},
+                            **kw))
+    assert "at_failure" not in rec["extra"] and "memcached_mb" not in rec["params"]
+    assert rec["extra"]["node_stats"][0]["data_bytes"] > 0

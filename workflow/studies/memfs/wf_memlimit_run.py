@@ -2,16 +2,20 @@
 """One run of the montage-memlimit experiment (paper 004, Section 2.4.2: AMFS's scheduler node
 runs out of memory on Montage 12x12, MemFS completes).
 
-    python3 -m studies.memfs.wf_memlimit_run <the arguments of mtcwf.run (studies.memfs.wf_run)>
+    python3 -m studies.memfs.wf_memlimit_run workflow_montage --config CFG --rep 0 --out RAW
+        --params '{"workflow": "montage", "design": D, "nodes": N, "tasks_per_node": K, "memcached_mb": MB}'
+        --input manifest=results/memfs/wf_inputs/montage/manifest.json [--input image=SIF]
 
-Runs ``studies.memfs.wf_run`` (``mtcwf.run``) unchanged (same cluster, same scheduler, same verification); each node's
-memcached gets ``-m <--memcached-mb> -M``, so a full node answers "SERVER_ERROR out of memory"
+Runs ``studies.memfs.wf_run``'s measurement (``mtcwf.run``) unchanged (same cluster, same scheduler,
+same verification, same record: its params without memcached_mb, the raw path says the limit); each
+node's memcached gets ``-m <memcached_mb> -M``, so a full node answers "SERVER_ERROR out of memory"
 instead of evicting, and MemFS turns that answer into ENOSPC and counts it (errors.enospc).
-Montage's tools only print "could not close the file", so when the run fails this wrapper
+Montage's tools only print "could not close the file", so when the run fails this experiment
 snapshots every node's store before the cluster is torn down -- memcached's bytes and
 limit_maxbytes and the sum over the node's mounts of MemFS's errors.enospc / errors.eio -- and
-adds it to the failure record as ``extra.at_failure``. That is the evidence the claim reads
-(wf_memlimit.py): which node's store refused, and that it refused for memory.
+adds it to the record the runner writes as the failure record, as ``extra.at_failure``. That is
+the evidence the claim reads (wf_memlimit.py): which node's store refused, and that it refused for
+memory.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from __future__ import annotations
 import json
 import sys
 
-from repro import rawio
+from repro import runner
+from studies.memfs import wf_run
 
-SNAPSHOT: dict = {}
+RUN = runner.Experiments(wf_run.STUDY)
 
 
 def node_snapshot(rows: list[dict]) -> list[dict]:
@@ -41,10 +46,10 @@ def node_snapshot(rows: list[dict]) -> list[dict]:
 
 
 class _Snap:
-    """Wraps the cluster context: on an exception, snapshot the stores before tear-down."""
+    """Wraps the cluster context: on an exception, snapshot the stores into ``snap`` before tear-down."""
 
-    def __init__(self, ctx):
-        self.ctx, self.c = ctx, None
+    def __init__(self, ctx, snap: dict):
+        self.ctx, self.snap, self.c = ctx, snap, None
 
     def __enter__(self):
         self.c = self.ctx.__enter__()
@@ -53,35 +58,31 @@ class _Snap:
     def __exit__(self, et, ev, tb):
         if et is not None and self.c is not None:
             try:
-                SNAPSHOT["nodes"] = node_snapshot(self.c.raw.stats())
+                self.snap["nodes"] = node_snapshot(self.c.raw.stats())
             except Exception as exc:  # noqa: BLE001 - recorded, the run's own error still wins
-                SNAPSHOT["error"] = f"{type(exc).__name__}: {exc}"
+                self.snap["error"] = f"{type(exc).__name__}: {exc}"
         return self.ctx.__exit__(et, ev, tb)
 
 
-def main(argv=None) -> int:
+@RUN.experiment("workflow_montage", system_kind="stand-in:network-namespaces")
+def workflow_montage(ctx: runner.Context) -> dict:
+    """wf_run's Montage run under the memory limit; a failure's record carries the stores' state."""
     from mtcwf import cluster_api  # systems/mtc-workflows: the project's Python path (workflow/pythonpath.txt)
-    from studies.memfs import wf_run
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    raw = argv[argv.index("--raw") + 1]
+    args = wf_run.mtcwf_args(ctx)
+    rec = wf_run.new_record(ctx, args)
+    snap: dict = {}
     orig = cluster_api.open_cluster
-    cluster_api.open_cluster = lambda *a, **k: _Snap(orig(*a, **k))
+    cluster_api.open_cluster = lambda *a, **k: _Snap(orig(*a, **k), snap)
     try:
-        rc = wf_run.main(argv)
+        return wf_run.measure(ctx, args, rec)
+    except Exception:  # RunFailed, SIGTERM, a crash: the runner records rec, with the stores' state
+        rec.setdefault("extra", {})["at_failure"] = snap or {"error": "no snapshot (failed before the cluster)"}
+        print(f"store at failure: {json.dumps(snap)}", file=sys.stderr, flush=True)
+        raise
     finally:
         cluster_api.open_cluster = orig
-    if rc != 0:
-        path = rawio.failure_path(raw)
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return rc
-        rec.setdefault("extra", {})["at_failure"] = SNAPSHOT or {"error": "no snapshot (failed before the cluster)"}
-        rawio.write_json_atomic(path, rec)
-        print(f"store at failure: {json.dumps(SNAPSHOT)}", file=sys.stderr)
-    return rc
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(RUN.main())

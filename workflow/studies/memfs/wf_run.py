@@ -1,23 +1,40 @@
 #!/usr/bin/env python3
 """One run of a Montage/BLAST configuration (paper 004, Section 2.4.2) as a repro.raw/1 record.
 
-    python3 -m studies.memfs.wf_run <the arguments of mtcwf.run>
+The run contract (repro.runner), one experiment per workflow (the name its records carry):
+
+    python3 -m studies.memfs.wf_run workflow_montage|workflow_blast --config CFG --rep R --out RAW
+        --params '{"workflow": "montage|blast", "design": "memfs|locality|local-disk", "nodes": N,
+                   "tasks_per_node": K}'
+        --input manifest=results/memfs/wf_inputs/<workflow>/manifest.json [--input image=SIF]
+
+CFG (JSON) is the part of memfs.workflows a run reads: launcher, network, memfs_opts, memcached_mb,
+task_timeout_s (workflows.smk: mwf_job_cfg). --params are the record's params as they are; a
+"memcached_mb" there (montage-memlimit, wf_memlimit_run.py) overrides the config's and is not one of
+the record's params. The inputs are the generator's directory (the manifest's); image: the Apptainer
+image the agents run commands in (none: this host's tools). Scratch directories go under $TMPDIR.
 
 systems/mtc-workflows measures it (mtcwf.run.measure: cluster, scheduler, memory snapshot,
-verification; engine-free); this records it: the record's parameters and tool versions, then
-either the metrics (stage times, parallel-stage time, per-node data and memory, their sums) or,
-when a task or the verification failed or the run crashed, a failure record under
-results/memfs/failed/ holding what was measured until then (exit 1).
+verification; engine-free); this records it: the record's parameters and tool versions, then either
+the metrics (stage times, parallel-stage time, per-node data and memory, their sums) or, when a task
+or the verification failed or the run crashed, ``runner.RunFailed`` with the record holding what was
+measured until then: the runner writes the failure record under results/memfs/failed/ (exit 1).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 
 from mtcwf import run as wfrun  # systems/mtc-workflows: the project's Python path (workflow/pythonpath.txt)
-from repro import rawio
+from repro import rawio, runner
 
 STUDY = "memfs"
+WORKFLOWS = ("montage", "blast")
+PARAMS = ("workflow", "design", "nodes", "tasks_per_node")  # the record's params, in this order
+
+RUN = runner.Experiments(STUDY)
 
 
 def add_metrics(rec: dict, wf_time: float, stats: list[dict]) -> float:
@@ -46,27 +63,59 @@ def add_metrics(rec: dict, wf_time: float, stats: list[dict]) -> float:
     return par
 
 
-def main(argv=None) -> int:
-    args = wfrun.parse_args(argv)
-    params = {"workflow": args.workflow, "design": args.design, "nodes": args.nodes,
-              "tasks_per_node": args.tasks_per_node}
-    rec = rawio.new_record(STUDY, f"workflow_{args.workflow}", params, args.rep, wfrun.kind_guess(args),
-                           wfrun.tool_versions())
-    rec["primary_metric"] = "parallel_time"
+def mtcwf_args(ctx: runner.Context):
+    """mtcwf.run's arguments of this run (its own defaults for the rest: dispatch-gap limit, $TMPDIR)."""
+    p, cfg = ctx.params, ctx.cfg
+    if f"workflow_{p.get('workflow')}" != ctx.experiment:
+        raise runner.Refused(f"--params workflow {p.get('workflow')!r} is not this experiment's ({ctx.experiment})")
+    if "manifest" not in ctx.inputs:
+        raise runner.Refused("no --input manifest=PATH (the generator's manifest.json)")
+    argv = ["--workflow", str(p["workflow"]), "--inputs", os.path.dirname(ctx.inputs["manifest"]),
+            "--design", str(p["design"]), "--nodes", str(p["nodes"]), "--tasks-per-node", str(p["tasks_per_node"]),
+            "--rep", str(ctx.rep), "--raw", ctx.out, "--launcher", str(cfg["launcher"]),
+            "--memcached-mb", str(p["memcached_mb"] if "memcached_mb" in p else cfg["memcached_mb"]),
+            "--task-timeout", str(cfg["task_timeout_s"])]
+    for key, flag in (("network", "--network"), ("memfs_opts", "--memfs-opts")):
+        if cfg.get(key):
+            argv += [flag, json.dumps(cfg[key])]
+    if ctx.inputs.get("image"):
+        argv += ["--image", ctx.inputs["image"]]
     try:
-        res = wfrun.measure(args, rec, wfrun.log)
+        return wfrun.parse_args(argv)
+    except SystemExit:  # argparse said why on stderr
+        raise runner.Refused(f"mtcwf.run refuses the arguments {argv}") from None
+
+
+def new_record(ctx: runner.Context, args) -> dict:
+    """The run's record (its params: PARAMS of --params), kept by the runner for a failure."""
+    rec = ctx.record(wfrun.tool_versions(), system_kind=wfrun.kind_guess(args),
+                     params={k: ctx.params[k] for k in PARAMS})
+    rec["primary_metric"] = "parallel_time"
+    return rec
+
+
+def measure(ctx: runner.Context, args, rec: dict) -> dict:
+    """Run the configuration into ``rec``: the finished record, or RunFailed with what was measured."""
+    try:
+        res = wfrun.measure(args, rec, ctx.progress)
     except wfrun.RunFailed as exc:
-        path = rawio.write_failure(args.raw, rec, str(exc))
-        print(f"FAILED: {exc}\n  failure record: {path}", file=sys.stderr, flush=True)
-        return 1
+        if isinstance(exc.__context__, runner.Terminated):  # SIGTERM/SIGINT: the runner's failure, not a crash
+            raise exc.__context__ from None
+        raise runner.RunFailed(str(exc), rec) from None
     par = add_metrics(rec, res["wf_time"], res["stats"])
-    rawio.finish(rec)
-    rawio.write_json_atomic(args.raw, rec)
-    rawio.clear_failure(args.raw)
-    wfrun.log(f"ok: parallel stages {par:.2f} s, workflow {res['wf_time']:.2f} s, data per node "
-              + ", ".join(f"{r['node']}:{r['data_bytes'] / 1e6:.1f}MB" for r in res["stats"]) + f" -> {args.raw}")
-    return 0
+    ctx.progress(f"ok: parallel stages {par:.2f} s, workflow {res['wf_time']:.2f} s, data per node "
+                 + ", ".join(f"{r['node']}:{r['data_bytes'] / 1e6:.1f}MB" for r in res["stats"]) + f" -> {ctx.out}")
+    return rec
+
+
+def workflow(ctx: runner.Context) -> dict:
+    args = mtcwf_args(ctx)
+    return measure(ctx, args, new_record(ctx, args))
+
+
+for _wf in WORKFLOWS:  # the launcher's kind until the cluster says its own (mtcwf.run.kind_guess)
+    RUN.experiment(f"workflow_{_wf}", system_kind="stand-in:network-namespaces")(workflow)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(RUN.main())

@@ -29,17 +29,20 @@ rule memfs_wf_inputs:
         " {params.args} > {log} 2>&1"
 
 
-def mwf_run_params(**middle):
-    """The params of a workflow run job (memfs_wf_run, memfs_wf_memlimit_run): the launcher's
-    settings, ``middle`` (the rule's own), then the timeout, image and MPI environment, in this order."""
+MWF_JOB_KEYS = ("launcher", "network", "memfs_opts", "memcached_mb", "task_timeout_s")
+
+
+def mwf_run_params(params, cfg=None, keys=MWF_JOB_KEYS):
+    """The params of a workflow run job (memfs_wf_run, memfs_wf_kick_run, memfs_wf_memlimit_run) for the
+    run contract (wf_run.py): run -- the --params JSON, ``params(wildcards)``; cfg -- the --config, the
+    ``keys`` of memfs.workflows' run section (``cfg``: this instead); image -- what --input adds where the
+    agents run in the memfs image (image=SIF); mpi_env."""
+    cfg = {k: MWF_RUN[k] for k in keys} if cfg is None else cfg
     return {
-        "launcher": MWF_RUN["launcher"],
-        "network": lambda wc: shlex.quote(json.dumps(MWF_RUN["network"])),
-        "memfs_opts": lambda wc: shlex.quote(json.dumps(MWF_RUN["memfs_opts"])),
-        **middle,
-        "timeout": MWF_RUN["task_timeout_s"],
+        "run": lambda wc: shlex.quote(json.dumps(params(wc))),
+        "cfg": shlex.quote(json.dumps(cfg, sort_keys=True)),
         "image": (
-            f"--image {sif('memfs')}"
+            f"image={sif('memfs')}"
             if in_image("memfs")
             else ""
         ),
@@ -72,13 +75,14 @@ rule memfs_wf_run:
             mem_mb=config["cluster"]["mem_mb_per_node"],
         ),
     params:
-        **mwf_run_params(memcached_mb=MWF_RUN["memcached_mb"]),
+        **mwf_run_params(
+            lambda wc: {"workflow": wc.app, "design": wc.design, "nodes": int(wc.n), "tasks_per_node": int(wc.k)}
+        ),
+    # the run contract (repro.runner): the experiment is the workflow, --params the record's params
     shell:
-        "({params.mpi_env}; python3 -m studies.memfs.wf_run --workflow {wildcards.app}"
-        " --inputs results/memfs/wf_inputs/{wildcards.app} --design {wildcards.design}"
-        " --nodes {wildcards.n} --tasks-per-node {wildcards.k} --rep {wildcards.rep} --raw {output}"
-        " --launcher {params.launcher} --network {params.network} --memfs-opts {params.memfs_opts}"
-        " --memcached-mb {params.memcached_mb} --task-timeout {params.timeout} {params.image}) > {log} 2>&1"
+        "({params.mpi_env}; python3 -m studies.memfs.wf_run workflow_{wildcards.app} --config {params.cfg}"
+        " --params {params.run} --rep {wildcards.rep} --input manifest={input.manifest} {params.image}"
+        " --out {output}) > {log} 2>&1"
 
 
 rule memfs_wf_expected:
@@ -159,20 +163,14 @@ rule memfs_wf_kick_run:
     resources:
         **n_plus_1_resources(2, runtime=10, mem_mb=config["cluster"]["mem_mb_per_node"]),
     params:
-        launcher=MWF["launcher"],
-        network=lambda wc: shlex.quote(json.dumps(MWF["network"])),
-        image=(
-            f"--image {sif('memfs')}"
-            if in_image("memfs")
-            else ""
+        **mwf_run_params(
+            lambda wc: {"workflow": "montage", "design": "locality", "nodes": 2, "tasks_per_node": 1},
+            cfg={"launcher": MWF["launcher"], "network": MWF["network"], "memcached_mb": 128, "task_timeout_s": 120},
         ),
-        mpi_env=MPI_ENV,
-        inputs=os.path.dirname(MEMFS_OUT["wf_kick_inputs"]),
     shell:
-        "({params.mpi_env}; python3 -m studies.memfs.wf_run --workflow montage"
-        " --inputs {params.inputs} --design locality --nodes 2"
-        " --tasks-per-node 1 --rep 0 --raw {output} --launcher {params.launcher}"
-        " --network {params.network} --memcached-mb 128 --task-timeout 120 {params.image}) > {log} 2>&1"
+        "({params.mpi_env}; python3 -m studies.memfs.wf_run workflow_montage --config {params.cfg}"
+        " --params {params.run} --rep 0 --input manifest={input.manifest} {params.image}"
+        " --out {output}) > {log} 2>&1"
 
 
 rule memfs_workflows_kick:
@@ -254,14 +252,18 @@ rule memfs_wf_memlimit_run:
         ),
     params:
         raw=lambda wc: MWF_ML_RAW.format(design=wc.design, mb=wc.mb),
-        **mwf_run_params(nodes=MWF_ML.get("nodes", 2), k=MWF_ML.get("tasks_per_node", 1)),
+        # the limit is the run's memcached_mb (the record's params do not name it: its path does)
+        **mwf_run_params(
+            lambda wc: {"workflow": "montage", "design": wc.design, "nodes": int(MWF_ML.get("nodes", 2)),
+                        "tasks_per_node": int(MWF_ML.get("tasks_per_node", 1)), "memcached_mb": int(wc.mb)},
+            keys=("launcher", "network", "memfs_opts", "task_timeout_s"),
+        ),
+    # the raw file is not the rule's output (its exit status is): an earlier run's files go first
     shell:
         "rm -f {params.raw} $(dirname {params.raw} | sed 's#/raw/#/failed/#')/rep~0.json;"
-        " ({params.mpi_env}; python3 -m studies.memfs.wf_memlimit_run --workflow montage"
-        " --inputs results/memfs/wf_inputs/montage --design {wildcards.design}"
-        " --nodes {params.nodes} --tasks-per-node {params.k} --rep 0 --raw {params.raw}"
-        " --launcher {params.launcher} --network {params.network} --memfs-opts {params.memfs_opts}"
-        " --memcached-mb {wildcards.mb} --task-timeout {params.timeout} {params.image}) > {log} 2>&1"
+        " ({params.mpi_env}; python3 -m studies.memfs.wf_memlimit_run workflow_montage --config {params.cfg}"
+        " --params {params.run} --rep 0 --input manifest={input.manifest} {params.image}"
+        " --out {params.raw}) > {log} 2>&1"
         " && rc=0 || rc=$?; echo $rc > {output}"
 
 
