@@ -18,6 +18,7 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/experiment.smk"
 include: "workflow/rules/model_study.smk"
 include: "workflow/rules/uses.smk"
 include: "workflow/studies/smoke/rules.smk"

@@ -285,13 +285,13 @@ def test_the_image_plan_lists_the_layers_snakemake_leaves_as_remaining():
 def test_the_studies_and_their_facts_come_from_the_registry_and_the_declarations(tmp_path, monkeypatch):
     """Issue 29: the rehearsal names no study. Its list is the registry's (the study folders), what cannot
     run here is each declaration's not_rehearsed, the no-containers overlay each declaration's
-    no_containers; a study without a declaration has neither."""
+    no_containers; a study without a declaration (a fake one here) has neither."""
     from repro import config as rc
     from repro import study as rstudy
 
     assert rh.studies() == rc.study_names() and len(rh.studies()) >= 9
     assert "GPU" in rh.not_rehearsed("inference") and "Kubernetes" in rh.not_rehearsed("serverless")
-    assert rh.not_rehearsed("smoke") == "" and rh.declaration("smoke") is None  # no declaration.py
+    assert rh.not_rehearsed("smoke") == "" and rh.declaration("smoke").name == "smoke"  # nothing it cannot run
     assert rh.judge_study(tmp_path, "inference", [], NAMES, dry_run_clean=None)["not_rehearsed"] == \
         rh.not_rehearsed("inference")
     fake = {"a": rstudy.Study(name="a", title="A", paper="-", no_containers={"tool": {"kind": "driver"}},

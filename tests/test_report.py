@@ -76,7 +76,7 @@ def test_report_from_what_exists_after_a_failed_benchmark_job(snake, workspace, 
     assert first.returncode != 0
     assert not (workspace / "paper/index.html").exists()
     # the generator's error ended every rank at once (no rank left waiting for its set-up timeout)
-    log = (workspace / "results/mpifuse/log/run/source~scratch/nodes~1/size~1KB/rep~0.log").read_text()
+    log = (workspace / "results/mpifuse/log/read_scaling/source~scratch/nodes~1/size~1KB/rep~0.log").read_text()
     assert "rank 0: FATAL: unexpected error NotADirectoryError" in log and "took more than" not in log
     rep = snake("report", *args, "--config", "allow_incomplete=True", timeout=500)
     assert "mpifuse_run" not in re.sub(r"^(?!localrule|rule).*$", "", rep.stdout + rep.stderr, flags=re.M)

@@ -47,7 +47,7 @@ def test_n_plus_1_mpi_job_gets_distinct_nodes(snake, workspace):
           _overlay(workspace, {"smoke": {"nodes": [3]}}), timeout=400)
     raw = json.loads((workspace / "results/smoke/raw/nodes~3/rep~0.json").read_text())
     assert raw["status"] == "ok" and raw["sanity"]["one_rank_per_node"] is True
-    job = _slurm_job("rule_smoke_run_wildcards_3")
+    job = _slurm_job("rule_smoke_run_wildcards_3_0")
     nodes = _expand_nodelist(job["NodeList"])
     assert job["NumNodes"] == "4" and len(set(nodes)) == 4
     ranks = raw["extra"]["ranks"]

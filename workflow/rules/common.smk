@@ -19,22 +19,20 @@ with open(os.path.join(workflow.basedir, "workflow", "pythonpath.txt")) as _f:
         for _l in _f
         if _l.split() and not _l.startswith("#")
     ]
-# The engine's own process is the one place a checkout is known only from inside (this file's
-# folder): a caller in another checkout (the rehearsal's and the tests' scratch copies, started
-# with the caller's PYTHONPATH) would otherwise run this Snakefile with its own `repro`.
-for _d in reversed(PYTHONPATH_DIRS):
-    if _d not in sys.path:
-        sys.path.insert(0, _d)
-os.environ.update(
-    PYTHONPATH=os.pathsep.join(
-        PYTHONPATH_DIRS
-        + [
-            p
-            for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-            if p and p not in PYTHONPATH_DIRS
-        ]
-    )
+# One mechanism, PYTHONPATH, everywhere (no sys.path edits): a snakemake process whose PYTHONPATH
+# does not begin with this checkout's list -- plain `snakemake` in a shell without `./repro env`, or a
+# caller in another checkout (the rehearsal's and the tests' scratch copies) -- starts itself again,
+# once, with it; the jobs it starts (local, Slurm, images) inherit it.
+_PYTHONPATH = os.pathsep.join(
+    PYTHONPATH_DIRS + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in PYTHONPATH_DIRS]
 )
+if os.environ.get("PYTHONPATH", "").split(os.pathsep)[: len(PYTHONPATH_DIRS)] != PYTHONPATH_DIRS:
+    if os.environ.get("REPRO_PYTHONPATH_SET") == workflow.basedir:
+        raise WorkflowError(f"PYTHONPATH does not begin with {PYTHONPATH_DIRS} after setting it: {os.environ.get('PYTHONPATH')}")
+    os.environ.update(PYTHONPATH=_PYTHONPATH, REPRO_PYTHONPATH_SET=workflow.basedir)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "snakemake", *sys.argv[1:]])
 from repro import config as repro_config
 from repro import paramspace
 from repro import provenance as repro_provenance
@@ -228,6 +226,9 @@ def register_study(study, *, images=(), kick=(), report=True, **entry):
     STUDY_IMAGES[study] = list(images)
     STUDY_KICK[study] = list(kick)
     if report:
+        # the benchmark files: those the study's analysis_rule and experiment_rule calls add (before or
+        # after this call: the same list), and any it names itself
+        entry["benchmarks"] = add_benchmarks(study, entry.get("benchmarks", []))
         entry.setdefault("enabled", enabled(study))
         for k in _REPORT_KEYS:
             entry.setdefault(k, [])
@@ -249,6 +250,16 @@ def study_code(study, *scripts):
 def bench_log(study, name):
     """Snakemake benchmark file of one rule (the report sums them into measured run times)."""
     return f"results/{study}/benchmarks/{name}.tsv"
+
+
+STUDY_BENCHMARKS = {}  # study -> its jobs' benchmark files (the report's measured run time)
+
+
+def add_benchmarks(study, files):
+    """Add benchmark files to a study's list (once each); the list, which register_study's entry holds."""
+    have = STUDY_BENCHMARKS.setdefault(study, [])
+    have.extend(f for f in files if f not in have)
+    return have
 
 
 # ---------------------------------------------------------------------------
@@ -276,6 +287,8 @@ def analysis_rule(study, name, *, script, output, args, lib=(), inputs=None, raw
     """
     stem = "{name}" if names else script
     entry = "{wildcards.name}" if names else script
+    bench_file = bench_log(study, bench or f"{study}_{stem}")
+    add_benchmarks(study, [bench_file.format(name=n) for n in names] if names else [bench_file])
 
     rule:
         name:
@@ -291,7 +304,7 @@ def analysis_rule(study, name, *, script, output, args, lib=(), inputs=None, raw
         log:
             log or f"results/{study}/log/{stem}.log",
         benchmark:
-            bench_log(study, bench or f"{study}_{stem}")
+            bench_file
         wildcard_constraints:
             **({"name": "|".join(names)} if names else {}),
         container:

@@ -10,6 +10,7 @@ and the README's expected-times table (``python3 -m repro.study --readme``) read
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,56 @@ MODEL_STUDY_TIMES = {
     "analysis_local": "< 10 s",
     "run_cluster": "< 1 min (one small job)",
 }
+
+
+_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment of a study: ``run.py``'s ``@RUN.experiment(name)`` and the one rule that runs it
+    (workflow/rules/experiment.smk, ``experiment_rule``). Its raw path is spelled here once, the
+    fields in braces: ``raw="source~{source}/variant~{variant}/nodes~{nodes}/rep~{rep}.json"`` under
+    ``results/<study>/raw/``. Every field is a wildcard of the rule, except those in ``each``: one job
+    writes a raw file for each of their values (mpifuse: every use case of one run). The engine
+    derives the rule's output, log, benchmark, wildcard constraints, ``--params`` (the job's fields
+    but ``rep``) and the expected list from it."""
+
+    name: str
+    raw: str
+    each: tuple[str, ...] = ()              # fields one job spans (a raw file for each value)
+    constraints: dict[str, str] = field(default_factory=dict)  # field -> regex (default [^/]+; rep [0-9]+)
+    rule: str = ""                          # the rule's name (default <study>_<name>)
+    module: str = "run"                     # studies.<study>.<module> holds the experiment
+    run: str = ""                           # its name there (default: name; two raw shapes of one experiment)
+
+    def __post_init__(self):
+        if "rep" not in self.fields:
+            raise ValueError(f"experiment {self.name}: its raw path {self.raw!r} has no {{rep}}")
+        bad = [f for f in (*self.each, *self.constraints) if f not in self.fields]
+        if bad:
+            raise ValueError(f"experiment {self.name}: {bad} are not fields of its raw path {self.raw!r}")
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(_FIELD.findall(self.raw))
+
+    @property
+    def job_fields(self) -> tuple[str, ...]:
+        """The rule's wildcards: every field but ``each``, in path order (``rep`` among them)."""
+        return tuple(f for f in self.fields if f not in self.each)
+
+    def wildcard_path(self, sep: str = "/") -> str:
+        """``f~{f}`` for each job field (``sep``-joined): one job's log and benchmark name."""
+        return sep.join(f"{f}~{{{f}}}" for f in self.job_fields)
+
+    def constraint(self, f: str) -> str:
+        return self.constraints.get(f, r"[0-9]+" if f == "rep" else r"[^/]+")
+
+    @property
+    def entry(self) -> str:
+        """The experiment's name in its module (``@RUN.experiment``)."""
+        return self.run or self.name
 
 
 @dataclass(frozen=True)
@@ -56,6 +107,8 @@ class Study:
     # from the host's builds instead of their images (--no-containers), e.g. a tool that only an image has
     not_rehearsed: str = ""
     no_containers: dict = field(default_factory=dict)
+    # its experiments (Experiment): each is one run.py experiment and one rule the engine derives
+    experiments: tuple[Experiment, ...] = ()
 
     def __post_init__(self):
         bad = [k for k in self.output_tables if k not in self.outputs]
@@ -66,6 +119,9 @@ class Study:
             raise ValueError(f"study {self.name}: expected_times keys {unknown} (known: {TIME_KEYS})")
         if self.name in self.uses:
             raise ValueError(f"study {self.name}: uses itself")
+        names = [e.name for e in self.experiments]
+        if len(set(names)) != len(names):
+            raise ValueError(f"study {self.name}: experiments named twice: {names}")
 
     @property
     def results(self) -> str:
@@ -74,6 +130,36 @@ class Study:
     def out(self, key: str) -> str:
         """An aggregate output's path: results/<study>/<outputs[key]>."""
         return f"{self.results}/{self.outputs[key]}"
+
+    def experiment(self, name: str) -> Experiment:
+        for e in self.experiments:
+            if e.name == name:
+                return e
+        raise KeyError(f"study {self.name} declares no experiment {name!r} ({[e.name for e in self.experiments]})")
+
+    def raw_path(self, experiment: str, **values) -> str:
+        """One raw file: results/<study>/raw/<the experiment's raw path, its fields filled>. Values
+        are formatted as in paths (repro.paramspace.fmt_value); a field left out stays a wildcard."""
+        from repro.paramspace import fmt_value
+
+        e = self.experiment(experiment)
+        filled = {f: (fmt_value(values[f]) if f in values else f"{{{f}}}") for f in e.fields}
+        return f"{self.results}/raw/{e.raw.format(**filled)}"
+
+    def rule_name(self, experiment: str) -> str:
+        return self.experiment(experiment).rule or f"{self.name}_{experiment}"
+
+    def run_log(self, experiment: str, **values) -> str:
+        """One job's log: results/<study>/log/<experiment>/<f~v/...>.log (job fields, rep last)."""
+        e = self.experiment(experiment)
+        return f"{self.results}/log/{experiment}/{e.wildcard_path()}.log".format(
+            **{f: values.get(f, f"{{{f}}}") for f in e.job_fields})
+
+    def run_benchmark(self, experiment: str, rule: str = "", **values) -> str:
+        """One job's Snakemake benchmark file: results/<study>/benchmarks/<rule>/<f~v,...>.tsv."""
+        e = self.experiment(experiment)
+        return f"{self.results}/benchmarks/{rule or self.rule_name(experiment)}/{e.wildcard_path(',')}.tsv".format(
+            **{f: values.get(f, f"{{{f}}}") for f in e.job_fields})
 
     def figure(self, name: str) -> str:
         return f"{self.results}/figures/{name}.png"

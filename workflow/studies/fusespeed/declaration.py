@@ -1,9 +1,9 @@
 """The fusespeed study, declared once (repro.study): how close the mpifuse file systems (and kernel FUSE
 passthrough, and the FUSE ceiling) run to this machine's limits. Not a paper experiment: issues 13 and
 22's benchmark, which lived inside mpifuse's folder until issue 23. Its raw file's path depends on the
-configuration (fusespeed.source, fusespeed.size) and is built in rules.smk."""
+configuration (fusespeed.source, fusespeed.size): the experiment below spells it."""
 
-from repro.study import Study
+from repro.study import Experiment, Study
 
 STUDY = Study(
     name="fusespeed",
@@ -36,6 +36,9 @@ STUDY = Study(
     # it runs mpifuse's file systems, as that study configures them: mpifuse provides them (inputs,
     # launcher wrapper, stand-ins, published values, run section) through the engine
     uses=("mpifuse",),
+    # one job of max(fusespeed.nodes)+1 ranks: rank 0 writes the files, ranks 1..k read through the
+    # file systems (mpifuse's, in-process through libmpifuse), the ceilings beside
+    experiments=(Experiment("speed", "source~{source}/size~{size}/rep~{rep}.json", rule="fusespeed_run"),),
     expected_times={
         "setup_local": "none beyond ./repro setup (builds systems/mpifuse, systems/kpassthrough, tools/fuseceiling)",
         "run_local": "about 5 min: one job (256 MB, nodes 1, 2, 4, 5 repeats, 8 variants, the idle window), "

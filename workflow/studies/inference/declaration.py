@@ -1,6 +1,9 @@
 """The inference study, declared once (repro.study): what it is, what it writes, how long it takes."""
 
-from repro.study import AGGREGATE_OUTPUTS, Study
+from repro.study import AGGREGATE_OUTPUTS, Experiment, Study
+
+SERVERS = ("torchserve", "triton-pytorch", "triton-tensorflow", "tfserving")
+MODELS = ("resnet50", "wav2vec2", "wav2vec2_truncated", "bart")
 
 STUDY = Study(
     name="inference",
@@ -25,6 +28,17 @@ STUDY = Study(
         "summary": "Every configuration: count/mean/std/min/max, failed, not run",
     },
     images=("torchserve", "triton", "tfserving", "inference-tf", "locust"),
+    # n+1 jobs (the driver node runs Locust, the second node the server): one server x model x repeat,
+    # every user count (a raw file each); the limits in the same run: each model's raw in-process rate
+    # (a plain forward loop on the server node) and Locust's ceiling against a trivial endpoint
+    experiments=(
+        Experiment("serve", "experiment~serve/server~{server}/model~{model}/users~{users}/rep~{rep}.json",
+                   each=("users",),
+                   constraints={"server": "|".join(SERVERS), "model": "|".join(MODELS)}),
+        Experiment("raw_rate", "experiment~raw_rate/model~{model}/framework~{framework}/rep~{rep}.json",
+                   constraints={"model": "|".join(MODELS), "framework": "torch|tf"}),
+        Experiment("ceiling", "experiment~ceiling/users~{users}/rep~{rep}.json", each=("users",)),
+    ),
     not_rehearsed="the GPU part (device cuda, --gres gpu) cannot run here: CPU device, no GPU asked",
     expected_times={
         "setup_local": "systems/inference/setup.sh (cold about 9 min: torch and TF venvs), the model "

@@ -17,6 +17,8 @@ in the paper") and BART on anything but TorchServe ("not servable, as in the pap
 from __future__ import annotations
 
 from repro import paramspace
+from studies.inference.declaration import MODELS, SERVERS  # noqa: F401 (the layout's names, declared once)
+from studies.inference.declaration import STUDY as DECLARATION
 from repro_inference.spec import SYSTEM_KINDS  # the stdlib-only spec of systems/inference (one list of kinds)
 
 STUDY = "inference"
@@ -27,8 +29,6 @@ MODELS_FILE = "results/inference/models.json"
 WORK_DIR = "results/inference/work"  # the server's shared work dir (server.json, logs); removed after a job
 
 
-SERVERS = ("torchserve", "triton-pytorch", "triton-tensorflow", "tfserving")
-MODELS = ("resnet50", "wav2vec2", "wav2vec2_truncated", "bart")
 LABELS = {"torchserve": "TorchServe", "triton-pytorch": "Triton (PyTorch)",
           "triton-tensorflow": "Triton (TensorFlow)", "tfserving": "TF Serving"}
 MODEL_LABELS = {"resnet50": "ResNet50", "wav2vec2": "Wav2Vec2", "wav2vec2_truncated": "Wav2Vec2 truncated",
@@ -153,7 +153,10 @@ def serve_params(server: str, model: str, n_users) -> dict:
 
 
 def raw_path(params: dict, rep, raw_dir: str = RAW_DIR) -> str:
-    return f"{raw_dir}/{paramspace.param_path(params)}/rep~{rep}.json"
+    """One raw file: ``params`` holds the experiment and its fields (the declaration spells the path)."""
+    fields = {k: v for k, v in params.items() if k != "experiment"}
+    p = DECLARATION.raw_path(params["experiment"], **fields, rep=rep)
+    return raw_dir + p[len(RAW_DIR):]
 
 
 def locust_dir(server: str, model: str, rep) -> str:
@@ -247,3 +250,30 @@ def system_kind_of_path(cfg: dict, path: str) -> str:
 
 def experiment_of(path: str) -> str:
     return paramspace.parse_path(path).get("experiment", "")
+
+
+def stand_ins(cfg: dict) -> list[str]:
+    """What stands in for the paper's systems in this configuration (the report's rows): each server
+    run by another kind than its own, and the models' weights."""
+    def why(kind: str) -> str:
+        if kind.startswith("triton-python"):
+            return (" -- tritonserver 2.51 (nvidia-pytriton) with its Python backend running the same model, "
+                    "speaking Triton's KServe v2 API; the real libtorch/TensorFlow backends are not available here")
+        if kind == "tfserving-standin":
+            return (" -- TF Serving's REST API (/v1/models/<m>:predict) over the same versioned SavedModel in "
+                    "TensorFlow's Python runtime; tensorflow_model_server cannot be installed here")
+        return ""
+
+    out = [f"{LABELS[s]}: servers.py kind {cfg['kinds'][s]} ({system_kind(cfg, s)})" + why(cfg["kinds"][s])
+           for s in cfg["servers"] if cfg["kinds"][s] != s]
+    if cfg["weights"] == "random-from-config":
+        out.append("weights: every model is the paper's architecture built from its Hugging Face config with "
+                   "seeded random weights (weights=random-from-config in every row); BART's tokenizer: a "
+                   "word-hash stand-in")
+    return out
+
+
+def kick(cfg: dict) -> list[str]:
+    """The kick-the-tires target: the kick server x model, one repeat, its first user count."""
+    k = cfg["kick"]
+    return serve_outputs({**cfg, "repeats": 1}, k["server"], k["model"], 0)[:1]

@@ -1,8 +1,42 @@
-# The inference-framework paper: the rules. The study's declaration (paths, report entry, helper
-# functions) is study.smk; the Snakefile includes this file, which includes it.
+# The inference-framework paper (inside papers/000_...txt): TorchServe vs TF Serving vs Triton on
+# ResNet50, Wav2Vec2 (full, truncated) and BART, driven by Locust; the limits measured in the same run.
+# What the study is and writes: declaration.py (the experiments' raw paths too); what the
+# configuration decides: layout.py. README.md: how to run it, at which scale. Systems:
+# systems/inference (models, servers, raw rate), tools/locust (driver, parser, ceiling).
+
+from studies.inference import declaration as inf_declaration
+from studies.inference import layout as inf_layout
+
+INF = config["inference"]
+try:
+    inf_layout.check(INF)
+    INF_PREPARE_MEM_MB = inf_layout.prepare_mem_mb(INF, config["cluster"]["mem_mb_per_node"], enabled("inference"))
+except inf_layout.LayoutError as _exc:
+    raise WorkflowError(str(_exc)) from None
+INF_STUDY = inf_declaration.STUDY
+INF_PUBLISHED = f"{STUDIES}/inference/published.csv"
+INF_OUT = {k: INF_STUDY.out(k) for k in INF_STUDY.outputs}
+# the image each side runs in on a cluster (servers.py finds tritonserver / tensorflow_model_server on
+# PATH there, the venvs via REPRO_VENV_*); every step that runs a model gets --nv on device cuda
+INF_IMAGE_OF = {"torchserve": "torchserve", "triton-pytorch": "triton", "triton-tensorflow": "triton",
+                "tfserving": "tfserving", "torch": "torchserve", "tf": "inference-tf", "ceiling": "locust"}
 
 
-include: "study.smk"
+def inf_exec(what):
+    return system_exec(INF_IMAGE_OF[what], gpu=INF["device"] == "cuda" and what != "ceiling")
+
+
+def inf_image_input(what):
+    return system_image_input(INF_IMAGE_OF[what])
+
+
+def inf_resources(runtime=None, gpu=True):
+    """n+1 (driver node + server node); the server node's accelerator via --gres (gpu=False: a job
+    whose sides use none, the ceiling)."""
+    res = n_plus_1_resources(1, runtime=runtime or INF["slurm"]["runtime_minutes"])
+    if gpu and INF["slurm"]["gres"]:
+        res["slurm_extra"] = f"{res['slurm_extra']} --gres={INF['slurm']['gres']}"
+    return res
 
 
 rule inference_prepare:
@@ -29,128 +63,50 @@ rule inference_prepare:
         "python3 -m studies.inference.run prepare --config {params.cfg} --out {output} > {log} 2>&1"
 
 
-rule inference_serve:
-    """One server x model x repeat (n+1: on Slurm the server in an srun step on the second node,
-    Locust on the first, the driver; locally two processes on this host): the server up, Locust at
-    every user count, the server always down."""
-    input:
-        lambda wc: inf_image_input(wc.server),
-        inf_image_input("ceiling"),
-        models=inf_layout.MODELS_FILE,
-        code=study_code("inference", "run", "layout"),
-    output:
-        [
-            f"{inf_layout.RAW_DIR}/experiment~serve/server~{{server}}/model~{{model}}/users~{u}/rep~{{rep}}.json"
-            for u in inf_layout.users(INF)
-        ],
-    log:
-        "results/inference/log/run/serve/server~{server}/model~{model}/rep~{rep}.log",
-    benchmark:
-        inf_bench_serve("{server}", "{model}", "{rep}")
-    wildcard_constraints:
-        server="|".join(inf_layout.SERVERS),
-        model="|".join(inf_layout.MODELS),
-        rep=r"[0-9]+",
-    resources:
-        **inf_resources(),
-    params:
-        args=lambda wc: shlex.quote(
-            json.dumps(
-                {
-                    "server": wc.server,
-                    "model": wc.model,
-                    "server_exec": inf_exec(wc.server),
-                    "driver_exec": inf_exec("ceiling"),
-                }
-            )
-        ),
-        cfg=lambda wc: run_json("inference"),
-    shell:
-        # on the host (srun is there): the server and Locust each in their own image, inside their steps
-        "python3 -m studies.inference.run serve --config {params.cfg} --params {params.args} --rep {wildcards.rep}"
-        " --out {output} --input models={input.models} > {log} 2>&1"
+add_benchmarks("inference", [bench_log("inference", "inference_prepare")])
 
+# The experiments run on the host (srun is there): on Slurm run.py starts each side in an srun step on
+# its node, in its image (server_exec, driver_exec); locally two processes on this host.
+USERS = {"users": inf_layout.users(INF)}
+experiment_rule(
+    INF_STUDY, "serve", matrix=inf_layout.serve_jobs(INF), each=USERS, resources=inf_resources(),
+    input=lambda wc: inf_image_input(wc.server) + inf_image_input("ceiling"), inputs={"models": inf_layout.MODELS_FILE},
+    params=lambda wc: {"server_exec": inf_exec(wc.server), "driver_exec": inf_exec("ceiling")},
+)
+experiment_rule(
+    INF_STUDY, "raw_rate", matrix=inf_layout.rawrate_jobs(INF), resources=inf_resources(runtime=30),
+    input=lambda wc: inf_image_input(wc.framework), inputs={"models": inf_layout.MODELS_FILE},
+    params=lambda wc: {"server_exec": inf_exec(wc.framework)},
+)
+experiment_rule(
+    INF_STUDY, "ceiling", matrix=[{"rep": r} for r in inf_layout.ceiling_jobs(INF)],
+    each={"users": sorted(INF["ceiling"]["users"])}, resources=inf_resources(runtime=30, gpu=False),
+    input=inf_image_input("ceiling"), params=lambda wc: {"driver_exec": inf_exec("ceiling")},
+)
 
-rule inference_raw_rate:
-    """The limit: the model's raw in-process rate (a plain forward loop, same threads and batch, no
-    server), on the server node (on Slurm an srun step on the job's second node)."""
-    input:
-        lambda wc: inf_image_input(wc.framework),
-        models=inf_layout.MODELS_FILE,
-        code=study_code("inference", "run", "layout"),
-    output:
-        f"{inf_layout.RAW_DIR}/experiment~raw_rate/model~{{model}}/framework~{{framework}}/rep~{{rep}}.json",
-    log:
-        "results/inference/log/run/raw_rate/model~{model}/framework~{framework}/rep~{rep}.log",
-    benchmark:
-        inf_bench_rawrate("{model}", "{framework}", "{rep}")
-    wildcard_constraints:
-        model="|".join(inf_layout.MODELS),
-        framework="torch|tf",
-        rep=r"[0-9]+",
-    resources:
-        **inf_resources(runtime=30),
-    params:
-        args=lambda wc: shlex.quote(
-            json.dumps({"model": wc.model, "framework": wc.framework, "server_exec": inf_exec(wc.framework)})
-        ),
-        cfg=lambda wc: run_json("inference"),
-    shell:
-        # on the host: on Slurm run.py repeats itself in an srun step on the server node, image inside
-        "python3 -m studies.inference.run raw_rate --config {params.cfg} --params {params.args} --rep {wildcards.rep}"
-        " --out {output} --input models={input.models} > {log} 2>&1"
-
-
-rule inference_ceiling:
-    """The limit: Locust's own ceiling against a trivial endpoint (every ceiling user count), across the
-    serve jobs' n+1 split: the endpoint on the server node, Locust on the driver node (no GPU asked:
-    neither side uses one)."""
-    input:
-        inf_image_input("ceiling"),
-        code=study_code("inference", "run", "layout"),
-    output:
-        inf_layout.ceiling_outputs(INF, "{rep}"),
-    log:
-        "results/inference/log/run/ceiling/rep~{rep}.log",
-    benchmark:
-        inf_bench_ceiling("{rep}")
-    wildcard_constraints:
-        rep=r"[0-9]+",
-    resources:
-        **inf_resources(runtime=30, gpu=False),
-    params:
-        args=shlex.quote(json.dumps({"driver_exec": inf_exec("ceiling")})),
-        cfg=lambda wc: run_json("inference"),
-    shell:
-        # on the host (srun is there): the endpoint and Locust each in Locust's image, inside their steps
-        "python3 -m studies.inference.run ceiling --config {params.cfg} --params {params.args} --rep {wildcards.rep}"
-        " --out {output} > {log} 2>&1"
-
+register_study(INF_STUDY, kick=inf_layout.kick(INF), enabled=enabled("inference"), stand_ins=inf_layout.stand_ins(INF))
 
 # The tidy table (every configuration: ok, failed, not run, or not run as in the paper), the summary
-# and the limits table, from the raw files only; Tables I-II (tables/{name}.csv) and Figures 1-4
-# (figures/{name}.png with the data each draws in tables/{name}.csv), the published values beside;
-# the claims. The engine's analysis_rule gives each its log, benchmark, image and resources.
+# and the limits table, from the raw files only; Tables I-II and Figures 1-4 (with the data each
+# draws), the published values beside; the claims.
 INF_READS = {"measurements": INF_OUT["measurements"], "published": INF_PUBLISHED}
+INF_READ_ARGS = "--measurements {input.measurements} --published {input.published}"
 analysis_rule(
-    "inference", "inference_aggregate", script="aggregate", lib=("analysis", "layout"), raw=inf_raw_inputs,
+    "inference", "inference_aggregate", script="aggregate", lib=("analysis", "layout"), raw=experiment_raw(INF_STUDY),
     output={k: INF_OUT[k] for k in ("measurements", "summary", "limits")},
     args="--measurements {output.measurements} --summary {output.summary} --limits {output.limits}",
 )
 analysis_rule(
-    "inference", "inference_table", script="{name}", names=INF_TABLES, lib=("analysis", "layout"), inputs=INF_READS,
-    output={"table": "results/inference/tables/{name}.csv"},
-    args="--measurements {input.measurements} --published {input.published} --out {output.table}",
+    "inference", "inference_table", script="{name}", names=tuple(INF_STUDY.tables), lib=("analysis", "layout"),
+    inputs=INF_READS, output={"table": INF_STUDY.table("{name}")}, args=INF_READ_ARGS + " --out {output.table}",
 )
 analysis_rule(
-    "inference", "inference_figure", script="{name}", names=INF_FIGURES, lib=("analysis", "layout", "plots"),
-    inputs=INF_READS,
-    output={"table": "results/inference/tables/{name}.csv", "figure": "results/inference/figures/{name}.png"},
-    args="--measurements {input.measurements} --published {input.published} --table {output.table}"
-    " --out {output.figure}",
+    "inference", "inference_figure", script="{name}", names=tuple(INF_STUDY.figures),
+    lib=("analysis", "layout", "plots"), inputs=INF_READS,
+    output={"table": INF_STUDY.table("{name}"), "figure": INF_STUDY.figure("{name}")},
+    args=INF_READ_ARGS + " --table {output.table} --out {output.figure}",
 )
 analysis_rule(
     "inference", "inference_claims", script="claims", lib=("analysis", "layout"), inputs=INF_READS,
-    output={"claims": INF_OUT["claims"]},
-    args="--measurements {input.measurements} --published {input.published} --out {output.claims}",
+    output={"claims": INF_OUT["claims"]}, args=INF_READ_ARGS + " --out {output.claims}",
 )

@@ -2,7 +2,7 @@
 
 The FUSE speed benchmark (not a paper experiment) is a study of its own: workflow/studies/fusespeed/."""
 
-from repro.study import Study
+from repro.study import Experiment, Study
 
 STUDY = Study(
     name="mpifuse",
@@ -38,6 +38,15 @@ STUDY = Study(
         "summary": "Every configuration: count/mean/std/min/max, failed, not run",
     },
     images=("mpifuse",),
+    # one job = one run of the paper: one source x n nodes x size x repeat, every use case (variant) in
+    # turn, a raw file for each (the benchmarker: n+1 MPI ranks, rank 0 writes, ranks 1..n read)
+    experiments=(
+        Experiment(
+            "read_scaling", "source~{source}/variant~{variant}/nodes~{nodes}/size~{size}/rep~{rep}.json",
+            each=("variant",), rule="mpifuse_run",
+            constraints={"source": "home|scratch", "nodes": r"[0-9]+", "size": r"[0-9.]+[KMGT]?i?B"},
+        ),
+    ),
     expected_times={
         "setup_local": "none beyond ./repro setup (builds systems/mpifuse and systems/homefs)",
         "run_local": "about 16 min on an idle 2-core machine (72 runs of 8 use cases: the 7-use-case reference run "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from repro import paramspace
+from studies.mpifuse.declaration import STUDY as DECLARATION
 # how the file systems read this section (the sources' stand-in kinds, a test's timeout, the library
 # options of a mode, paths): shared with every study that runs them (systems/mpifuse/python/runkit.py)
 from systems.mpifuse.python import runkit
@@ -62,18 +63,54 @@ def expected_source_reads(variant: str, nodes: int) -> int:
 
 def raw_path(source: str, variant: str, nodes: int | str, size: str, rep: int | str,
              raw_dir: str = RAW_DIR) -> str:
-    p = paramspace.param_path({"source": source, "variant": variant, "nodes": nodes, "size": size})
-    return f"{raw_dir}/{p}/rep~{rep}.json"
-
-
-def run_log(source: str, nodes, size: str, rep, base: str = "results/mpifuse/log/run") -> str:
-    return f"{base}/source~{source}/nodes~{nodes}/size~{size}/rep~{rep}.log"
+    """One raw file (the declaration's experiment spells the path), under ``raw_dir``."""
+    p = DECLARATION.raw_path(EXPERIMENT, source=source, variant=variant, nodes=nodes, size=size, rep=rep)
+    return raw_dir + p[len(RAW_DIR):]
 
 
 def matrix(cfg: dict) -> list[dict]:
     """Every (source, nodes, size, rep) run of the configured matrix (one job each)."""
     return paramspace.expand({"source": cfg["sources"], "nodes": cfg["nodes"], "size": cfg["sizes"],
                               "rep": list(range(cfg["repeats"]))})
+
+
+def stand_ins(cfg: dict, single_host: bool) -> list[str]:
+    """What stands in for the paper's systems on this configuration (the report's rows): the home
+    file system (emulated), local scratch, and the n+1 nodes as ranks of one host."""
+    out = []
+    if cfg["home"]["kind"] == "emulated":
+        out.append(
+            "home: systems/homefs -- nfs-ganesha 4.3 (VFS FSAL, NFSv3) in a server network namespace, "
+            "its link throttled with tc HTB to mpifuse.home.rate_mbit, read by one FUSE NFS client "
+            "(libnfs) per emulated node in that node's namespace; it stands in for the Sofja cluster's "
+            "StorNext home file system: a shared server whose bandwidth all nodes split")
+    if cfg["scratch"]["stand_in"]:
+        out.append(
+            f"scratch: {cfg['scratch']['path']} -- {cfg['scratch']['stand_in']}: a directory on this "
+            "machine's local disk (its page cache shared by all emulated nodes), standing in for "
+            "the cluster's BeeGFS scratch: a fast source that is never the bottleneck")
+    if single_host:
+        out.append(
+            "nodes: the n+1 'nodes' are MPI ranks on one host (MPI over TCP loopback, no shared "
+            "memory), sharing its CPU cores; the file systems themselves (OSR, OSR refined, broadcast, "
+            "passthrough) are the real implementations")
+    return out
+
+
+def kick(cfg: dict) -> list[str]:
+    """The kick-the-tires run's raw files: the kick source and size, at its node counts, every use case."""
+    k = cfg["kick"]
+    return [raw_path(k["source"], v, n, k["size"], 0) for n in k["nodes"] for v in cfg["variants"]]
+
+
+def homefs_wrap(cfg: dict, source: str, nodes: int) -> str:
+    """home.kind=emulated: the command that brings the throttled home NFS up around the launcher and
+    down after it ($tag: the job's tag, the shell's); nothing for scratch or a real home."""
+    if source != "home" or cfg["home"]["kind"] != "emulated":
+        return ""
+    h = cfg["home"]
+    return (f"python3 systems/homefs/homefs.py run --state {h['state_dir']}/$tag --nodes {nodes}"
+            f" --rate-mbit {h['rate_mbit']} --burst {h['burst']} --max-read {h['client_max_read']} --")
 
 
 def expected_raw(cfg: dict, raw_dir: str = RAW_DIR) -> list[str]:

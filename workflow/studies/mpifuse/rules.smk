@@ -1,24 +1,29 @@
-# Paper 001 (mpifuse): the rules. The study's declaration (parameters, paths, report entry,
-# helper functions) is study.smk; the Snakefile includes this file, which includes it.
+# Paper 001 (mpifuse): an MPI-based FUSE file system to distribute large files (One-Sided Reading,
+# OSR, and a broadcast design) vs the native file systems: Section IV's benchmark, Table I, Figures
+# 3-5, the Section VII ratios. What the study is and writes: declaration.py (its experiment's raw path
+# too); what the configuration decides: layout.py. README.md: how to run it, at which scale.
+
+from studies.mpifuse import declaration as mf_declaration
+from studies.mpifuse import layout as mf_layout
+
+MF = config["mpifuse"]
+MF_STUDY = mf_declaration.STUDY
+MF_OUT = {k: MF_STUDY.out(k) for k in MF_STUDY.outputs}
+MF_PUBLISHED = f"{STUDIES}/mpifuse/published.csv"
+MF_LOCAL_BUILD = not in_image("mpifuse")
+MF_STAND_INS = mf_layout.stand_ins(MF, config["cluster"]["single_host"])
 
 
-include: "study.smk"
+def mf_system_inputs(wc=None):
+    """What the benchmark needs built on this host (inside the image on a cluster)."""
+    built = ["systems/mpifuse/build/libmpifuse.so"]
+    if MF["home"]["kind"] == "emulated":
+        built.append("systems/homefs/build/nfsfuse")
+    return system_image_input("mpifuse") + (built if MF_LOCAL_BUILD else [])
 
 
-# the systems this study builds locally (an image-based run has them in its image): rule, output, make -C
-MF_BUILDS = (
-    ("mpifuse_build_fs", "systems/mpifuse/build/libmpifuse.so", "systems/mpifuse", "build_fs"),
-    # kernel FUSE passthrough (ours, beyond the paper): the kpassthrough variant of the FUSE speed
-    # benchmark (the study that uses these file systems: provide_systems, study.smk)
-    ("mpifuse_build_kpassthrough", "systems/kpassthrough/build/kpassthrough", "systems/kpassthrough",
-     "build_kpassthrough"),
-    ("mpifuse_build_homefs", "systems/homefs/build/nfsfuse", "systems/homefs", "build_homefs"),
-)
-
-
-def _mf_build_rule(name, target, directory, log_name):
-    """One build rule. A function, not a bare loop: Snakemake evaluates a rule's shell expression
-    again when its job runs, when a loop variable would hold the last build's directory."""
+def mf_build_rule(name, target, directory, log_name):
+    """One build rule (a function, not a loop body: workflow/README.md)."""
 
     rule:
         name:
@@ -31,58 +36,39 @@ def _mf_build_rule(name, target, directory, log_name):
             f"make -C {directory} > {{log}} 2>&1"
 
 
-for _build in MF_BUILDS:
-    _mf_build_rule(*_build)
+mf_build_rule("mpifuse_build_fs", "systems/mpifuse/build/libmpifuse.so", "systems/mpifuse", "build_fs")
+mf_build_rule("mpifuse_build_homefs", "systems/homefs/build/nfsfuse", "systems/homefs", "build_homefs")
+# kernel FUSE passthrough (ours, beyond the paper): the fusespeed study's kpassthrough variant
+mf_build_rule("mpifuse_build_kpassthrough", "systems/kpassthrough/build/kpassthrough", "systems/kpassthrough",
+              "build_kpassthrough")
 
+# one job = one run: n+1 ranks (rank 0 writes the files, ranks 1..n read through the file systems)
+experiment_rule(
+    MF_STUDY, "read_scaling", matrix=mf_layout.matrix(MF), each={"variant": MF["variants"]},
+    input=mf_system_inputs, code=["systems/mpifuse/python/runkit.py"],
+    resources=n_plus_1_resources(lambda wc: int(wc.nodes)), ranks=lambda wc: int(wc.nodes) + 1,
+    exec=system_exec("mpifuse"), wrap=lambda wc: mf_layout.homefs_wrap(MF, wc.source, int(wc.nodes)),
+    params=lambda wc: {"launcher": LAUNCHER},
+)
 
-rule mpifuse_run:
-    input:
-        mf_system_inputs,
-        code=study_code("mpifuse", "run", "layout") + ["systems/mpifuse/python/runkit.py"],
-    output:
-        mf_raw_out(MF["variants"]),
-    log:
-        mf_layout.run_log("{source}", "{nodes}", "{size}", "{rep}"),
-    benchmark:
-        mf_run_bench("{source}", "{nodes}", "{size}", "{rep}")
-    wildcard_constraints:
-        source="home|scratch",
-        nodes=r"[0-9]+",
-        size=r"[0-9.]+[KMGT]?i?B",
-        rep=r"[0-9]+",
-    resources:
-        **n_plus_1_resources(lambda wc: int(wc.nodes)),
-    params:
-        launch=lambda wc: mpi_launch(int(wc.nodes) + 1),
-        wrap=lambda wc: mf_homefs_wrap(wc.source, int(wc.nodes)),
-        exec=system_exec("mpifuse"),
-        cfg=lambda wc: run_json("mpifuse"),
-        mpi_env=MPI_ENV,
-        launcher_kind=LAUNCHER,
-    # the run contract (repro.runner): every rank runs read_scaling; after the launcher, the same
-    # arguments with --after $rc clean up and record each use case it did not finish, saying why
-    shell:
-        "({params.mpi_env}; tag=rmf-$$-$RANDOM; rc=0;"
-        " {params.wrap} {params.launch} {params.exec} python3 -m studies.mpifuse.run read_scaling"
-        " --config {params.cfg} --params '{{\"source\":\"{wildcards.source}\",\"nodes\":{wildcards.nodes},"
-        "\"size\":\"{wildcards.size}\",\"launcher\":\"{params.launcher_kind}\"}}'"
-        " --rep {wildcards.rep} --tag $tag --out {output} || rc=$?;"
-        " {params.exec} python3 -m studies.mpifuse.run read_scaling"
-        " --config {params.cfg} --params '{{\"source\":\"{wildcards.source}\",\"nodes\":{wildcards.nodes},"
-        "\"size\":\"{wildcards.size}\",\"launcher\":\"{params.launcher_kind}\"}}'"
-        " --rep {wildcards.rep} --tag $tag --out {output} --after $rc --log {log};"
-        " exit $rc) > {log} 2>&1"
+register_study(MF_STUDY, kick=mf_layout.kick(MF), enabled=enabled("mpifuse"), stand_ins=MF_STAND_INS)
 
+# What a study that runs these file systems gets (its declaration's `uses`; workflow/rules/uses.smk),
+# never this file's globals: the inputs to build here, whether they are built here, the launcher's
+# wrapper (source, nodes), the stand-ins, the published values, the code and the run section.
+provide_systems(
+    MF_STUDY, inputs=mf_system_inputs, local_build=MF_LOCAL_BUILD,
+    wrap=lambda source, nodes: mf_layout.homefs_wrap(MF, source, nodes), stand_ins=MF_STAND_INS,
+    published=MF_PUBLISHED, code=["systems/mpifuse/python/runkit.py"], config=lambda wc: run_json("mpifuse"),
+)
 
-# The tidy table (every configuration: ok, failed, or not run), the summary and the bytes read from
-# the source, from the raw files only; Table I and the Section VII ratios (tables/{name}.csv, published
-# values beside), Figures 3, 4 and 5 (figures/{name}.png and the data each one draws, tables/{name}.csv),
-# the claims (claims.csv). The engine's analysis_rule gives each its log, benchmark, image and resources.
+# The tidy table, summary and bytes read from the source, from the raw files only; Table I and the
+# ratios, Figures 3-5 (with the data each draws), the claims; the published values beside.
 MF_READS = {"measurements": MF_OUT["measurements"], "published": MF_PUBLISHED}
 MF_READ_ARGS = "--measurements {input.measurements} --published {input.published}"
 analysis_rule(
-    "mpifuse", "mpifuse_aggregate", script="aggregate", lib=("analysis", "layout"), raw=mf_raw_inputs,
-    output={k: MF_OUT[k] for k in ("measurements", "summary", "bytes")},
+    "mpifuse", "mpifuse_aggregate", script="aggregate", lib=("analysis", "layout"),
+    raw=experiment_raw(MF_STUDY), output={k: MF_OUT[k] for k in ("measurements", "summary", "bytes")},
     args="--measurements {output.measurements} --summary {output.summary} --bytes {output.bytes}",
 )
 analysis_rule(

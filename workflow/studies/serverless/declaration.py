@@ -3,7 +3,7 @@
 What only the configuration knows stays in study.smk: the stand-ins (mode standin), the kick job,
 the benchmark files of the runs the configuration asks for."""
 
-from repro.study import AGGREGATE_OUTPUTS, Study
+from repro.study import AGGREGATE_OUTPUTS, Experiment, Study
 
 STUDY = Study(
     name="serverless",
@@ -29,6 +29,24 @@ STUDY = Study(
         "summary": "Every configuration: count/mean/std/min/max, failed, not run",
     },
     images=("faas-functions", "fdirector"),
+    # the director against one platform (or the limits), on the n+1 layout (placement.py): one image run
+    # (the baseline: the function run by the director, one node); one byte-reversal sweep (every request
+    # size of the config, one raw file each; one rule per platform: the sizes a platform refuses by
+    # design are sent but are not outputs); one limit measurement (the director's ceiling against a bare
+    # echo server at every ceiling size; iperf3 over the same path)
+    experiments=(
+        Experiment("image", "workload~image/variant~{variant}/platform~{platform}/instances~{instances}/rep~{rep}.json",
+                   rule="serverless_image_run",
+                   constraints={"variant": "processing|null-processing", "platform": "openfaas|nuclio-cpp|baseline",
+                                "instances": r"[0-9]+"}),
+        Experiment("bytes", "workload~bytes/variant~{variant}/platform~{platform}/instances~{instances}/size~{size}"
+                   "/rep~{rep}.json", each=("size",),
+                   constraints={"variant": "parallel|single", "instances": r"[0-9]+"}),
+        Experiment("limit_echo", "workload~limit/variant~echo/size~{size}/rep~{rep}.json", each=("size",), run="limit",
+                   rule="serverless_limit_run_echo"),
+        Experiment("limit_iperf3", "workload~limit/variant~iperf3/rep~{rep}.json", run="limit",
+                   rule="serverless_limit_run_iperf3"),
+    ),
     not_rehearsed="the Kubernetes platforms (OpenFaaS, Nuclio) cannot run here: the stand-in platforms "
     "run on the system nodes through the same cluster path (mode: standin)",
     expected_times={

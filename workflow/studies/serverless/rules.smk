@@ -1,10 +1,42 @@
-# Paper 003 (serverless): the rules. The study's declaration (title, captions, every output's path,
-# expected times) is declaration.py; what the configuration decides (report entry, helper functions)
-# is study.smk; the Snakefile includes this file, which includes it. The whole-study target
-# `serverless` and `serverless_kick` are derived by the Snakefile from register_study.
+# Paper 003 (Decker, Kasprzak, Kunkel 2022): OpenFaaS vs Nuclio (C++ shell runtime, Go runtime) with
+# the paper's function director: image processing (Figures 1-2, Table 1), byte reversal (Figure 3,
+# Tables 2-3) and the limits measured in the same run. What the study is and writes: declaration.py
+# (the experiments' raw paths too); what the configuration decides: layout.py; README.md: how to run
+# it. Systems: systems/faas-functions, systems/faas-standin (local), systems/openfaas and systems/nuclio
+# (the cluster path), tools/fdirector.
+
+from studies.serverless import declaration as sl_declaration
+from studies.serverless import layout as sl_layout
+
+SL = config["serverless"]
+SL_STUDY = sl_declaration.STUDY
+SL_PUBLISHED = f"{STUDIES}/serverless/published.csv"
+SL_STANDIN = SL["mode"] == "standin"
+SL_IMAGES_DIR = "results/serverless/data/images"
+SL_OUT = {k: SL_STUDY.out(k) for k in SL_STUDY.outputs}
 
 
-include: "study.smk"
+def sl_system_inputs(wc=None):
+    """What a run job needs built on this host (the images on a cluster)."""
+    if not SL_STANDIN:
+        return system_image_input("fdirector") + [sl_layout.SITE_CHECK]
+    return ["systems/faas-functions/build/imageproc", "systems/faas-standin/build/faas-standin"]
+
+
+def sl_run_resources(n):
+    """Locally (stand-ins): the n+1 layout's resources (the instances are processes on this host). On a
+    cluster (mode kubernetes) the platform runs on the kubeconfig's Kubernetes cluster, not on Slurm
+    nodes: a run job is the director alone, on one node with serverless.director_cores cores (the
+    baseline runs images.baseline.parallel at a time there; Slurm refuses a node without them)."""
+    if SL_STANDIN:
+        res = n_plus_1_resources(n)
+        if callable(n):  # a one-node job (the baseline: n = 0) is no MPI job: Slurm's plugin refuses 1 task
+            mpi = res["mpi"]
+            res["mpi"] = lambda wc: mpi if n(wc) > 0 else ""
+        return res
+    return {"nodes": 1, "tasks": 1, "cpus_per_task": SL["director_cores"], "runtime": config["cluster"]["runtime_minutes"],
+            "mem_mb": min(config["cluster"]["mem_mb_per_node"], 4000), "slurm_extra": "--exclusive", "bench": 1,
+            "host_share": 2}
 
 
 rule serverless_build_functions:
@@ -75,119 +107,31 @@ rule serverless_site_check:
         " || {{ cat {log} >&2; exit 1; }}"
 
 
-# The run rules, one shape: the director against one platform (or the limits), on the n+1 layout
-# (placement.py: the director on the driver node, the platform and its instances on the system
-# nodes; locally processes on this host). One job = one image run (the baseline: the function run
-# by the director, one node), one byte-reversal sweep (every request size of the config; one rule
-# per platform because the sizes a platform refuses by design, Nuclio Go above 2 MiB, are sent but
-# are not outputs: their failure records are the result), or one limit measurement (the director's
-# ceiling against a bare echo server at every ceiling size; iperf3 over the same path).
-# A rule made in a bare loop would run its shell expression when the job runs, after the loop has
-# ended: each rule is made in a function (_sl_run_rule), its shell string a literal, what differs per
-# rule coming in through params.
-# Every run job (and the site check they wait for) gets run_json: the section without its x-judging keys.
-# The command is the run contract (repro.runner): the experiment, --params (from the wildcards),
-# --rep, the named inputs and --out {output}.
-
-
-def _sl_args(experiment, params, inputs=()):
-    """params.args of a run rule: the experiment, its --params JSON (``params(wildcards)``), --rep and
-    ``--input NAME=PATH`` for each named input."""
-
-    def args(wildcards, input):
-        text = f"{experiment} --params {shlex.quote(json.dumps(params(wildcards)))} --rep {wildcards.rep}"
-        return text + "".join(f" --input {n}={shlex.quote(str(input[n]))}" for n in inputs)
-
-    return args
-
-
-SL_RUN_RULES = (
-    [
-        {
-            "name": "serverless_image_run",
-            "output": f"{sl_layout.RAW_DIR}/workload~image/variant~{{variant}}/platform~{{platform}}"
-            "/instances~{instances}/rep~{rep}.json",
-            "log": "results/serverless/log/run/image/variant~{variant}/platform~{platform}"
-            "/instances~{instances}/rep~{rep}.log",
-            "benchmark": sl_bench_image("{variant}", "{platform}", "{instances}", "{rep}"),
-            "constraints": {
-                "variant": "processing|null-processing",
-                "platform": "openfaas|nuclio-cpp|baseline",
-                "instances": r"[0-9]+",
-            },
-            "system_nodes": lambda wc: 0 if wc.platform == "baseline" else int(wc.instances),
-            "inputs": {"images": SL_IMAGES_DIR},
-            "args": _sl_args(
-                "image",
-                lambda wc: {"variant": wc.variant, "platform": wc.platform, "instances": int(wc.instances)},
-                inputs=("images",),
-            ),
-        }
-    ]
-    + [
-        {
-            "name": f"serverless_bytes_run_{p.replace('-', '_')}",
-            "output": sl_bytes_outputs(p),
-            "log": f"results/serverless/log/run/bytes/variant~{{variant}}/platform~{p}"
-            "/instances~{instances}/rep~{rep}.log",
-            "benchmark": sl_bench_bytes("{variant}", p, "{instances}", "{rep}"),
-            "constraints": {"variant": "parallel|single", "instances": r"[0-9]+"},
-            "system_nodes": lambda wc: int(wc.instances),
-            "inputs": {},
-            "args": _sl_args(
-                "bytes",
-                lambda wc, p=p: {"variant": wc.variant, "platform": p, "instances": int(wc.instances)},
-            ),
-        }
-        for p in PLATFORMS_BYTES
-    ]
-    + [
-        {
-            "name": f"serverless_limit_run_{v}",
-            "output": sl_layout.limit_outputs(SL, v, "{rep}"),
-            "log": f"results/serverless/log/run/limit/variant~{v}/rep~{{rep}}.log",
-            "benchmark": sl_bench_limit(v, "{rep}"),
-            "constraints": {},
-            "system_nodes": 1,
-            "inputs": {},
-            "args": _sl_args("limit", lambda wc, v=v: {"variant": v}),
-        }
-        for v in ("echo", "iperf3")
-    ]
+# The experiments (declaration.py): the director on the host (locally) or in its image (a cluster).
+SL_RUN = dict(input=sl_system_inputs, exec=system_exec("fdirector") if not SL_STANDIN else "",
+              code=study_code("serverless", "placement"))
+experiment_rule(
+    SL_STUDY, "image", matrix=sl_layout.image_runs(SL), inputs={"images": SL_IMAGES_DIR},
+    resources=sl_run_resources(lambda wc: 0 if wc.platform == "baseline" else int(wc.instances)), **SL_RUN,
+)
+for _p in sl_layout.PLATFORMS:
+    experiment_rule(
+        SL_STUDY, "bytes", rulename=f"serverless_bytes_run_{_p.replace('-', '_')}", fixed={"platform": _p},
+        matrix=[j for j in sl_layout.bytes_jobs(SL) if j["platform"] == _p],
+        each={"size": sl_layout.declared_sizes(SL, _p)}, resources=sl_run_resources(lambda wc: int(wc.instances)),
+        **SL_RUN,
+    )
+SL_LIMIT_REPS = [{"rep": r} for r in range(SL["repeats"])] if SL["limit"]["enabled"] else []
+experiment_rule(
+    SL_STUDY, "limit_echo", matrix=SL_LIMIT_REPS, each={"size": sl_layout.limit_sizes(SL)},
+    resources=sl_run_resources(1), params=lambda wc: {"variant": "echo"}, **SL_RUN,
+)
+experiment_rule(
+    SL_STUDY, "limit_iperf3", matrix=SL_LIMIT_REPS, resources=sl_run_resources(1),
+    params=lambda wc: {"variant": "iperf3"}, **SL_RUN,
 )
 
-def _sl_run_rule(r):
-    """One run rule of SL_RUN_RULES (made in a function: see the comment above)."""
-
-    rule:
-        name:
-            r["name"]
-        input:
-            sl_system_inputs,
-            **r["inputs"],
-            code=study_code("serverless", "run", "layout", "placement"),
-        output:
-            r["output"],
-        log:
-            r["log"],
-        benchmark:
-            r["benchmark"]
-        wildcard_constraints:
-            **r["constraints"],
-            rep=r"[0-9]+",
-        resources:
-            **sl_run_resources(r["system_nodes"]),
-        params:
-            exec=sl_exec(),
-            cfg=lambda wc: run_json("serverless"),
-            args=r["args"],
-        shell:
-            "{params.exec} python3 -m studies.serverless.run {params.args} --config {params.cfg} --out {output}"
-            " > {log} 2>&1"
-
-
-for _sl_r in SL_RUN_RULES:
-    _sl_run_rule(_sl_r)
+register_study(SL_STUDY, kick=sl_layout.kick(SL), enabled=enabled("serverless"), stand_ins=sl_layout.stand_ins(SL))
 
 
 # The tidy table (every expected configuration: ok, failed or not run), the summary and the limits
@@ -198,17 +142,17 @@ for _sl_r in SL_RUN_RULES:
 SL_READS = {"measurements": SL_OUT["measurements"], "published": SL_PUBLISHED}
 SL_READ_ARGS = "--measurements {input.measurements} --published {input.published}"
 analysis_rule(
-    "serverless", "serverless_aggregate", script="aggregate", lib=("analysis", "layout"), raw=sl_raw_inputs,
+    "serverless", "serverless_aggregate", script="aggregate", lib=("analysis", "layout"), raw=experiment_raw(SL_STUDY),
     output={k: SL_OUT[k] for k in ("measurements", "summary", "limits")},
     args="--measurements {output.measurements} --summary {output.summary} --limits {output.limits}",
 )
 analysis_rule(
-    "serverless", "serverless_table", script="{name}", names=SL_TABLES, lib=("analysis", "layout"),
+    "serverless", "serverless_table", script="{name}", names=tuple(SL_STUDY.tables), lib=("analysis", "layout"),
     inputs=SL_READS, output={"table": SL_STUDY.table("{name}")},
     args=SL_READ_ARGS + " --out {output.table}",
 )
 analysis_rule(
-    "serverless", "serverless_figure", script="{name}", names=SL_FIGURES, lib=("analysis", "layout", "plots"),
+    "serverless", "serverless_figure", script="{name}", names=tuple(SL_STUDY.figures), lib=("analysis", "layout", "plots"),
     inputs=SL_READS,
     output={"table": SL_STUDY.table("{name}"), "figure": SL_STUDY.figure("{name}")},
     args=SL_READ_ARGS + " --table {output.table} --out {output.figure}",

@@ -13,8 +13,6 @@ import os
 import socket
 import sys
 
-from mpi4py import MPI
-
 from repro import rawio, runner
 
 
@@ -29,6 +27,8 @@ RUN = runner.Experiments("smoke")
 def layout_probe(ctx: runner.Context):
     """params: nodes (system nodes n; ranks = n+1). Config: bcast_mib, fail_if_exists ({n}: n).
     On Slurm (SLURM_JOB_ID set) every rank must be on a node of its own, rank 0 on the first."""
+    from mpi4py import MPI  # here: the --after step (no launcher) must not start MPI
+
     nodes_n = int(ctx.params["nodes"])
     bcast_mib = int(ctx.cfg.get("bcast_mib", 8))
     fault = str(ctx.cfg.get("fail_if_exists", "")).replace("{n}", str(nodes_n))

@@ -71,7 +71,7 @@ def test_benchmark_rule_on_slurm_gets_n_plus_1_distinct_nodes(snake, workspace, 
     ranks = rec["extra"]["ranks"]
     assert sorted(r["node"] for r in ranks) == sorted(nodes)  # one rank per node of this job
     assert rec["extra"]["launcher"] == "slurm" and rec["extra"]["slurm_job_id"] == job["JobId"]
-    log = (workspace / f"results/mpifuse/log/run/source~{source}/nodes~2/size~64KB/rep~0.log").read_text()
+    log = (workspace / f"results/mpifuse/log/read_scaling/source~{source}/nodes~2/size~64KB/rep~0.log").read_text()
     assert f"[mpifuse] {source} osr n=2 64KB rep 1/" in log
     assert json.loads(json.dumps(rec["extra"]["fs_options"]))["max_read"]
     # the job's run time reaches the report through its Snakemake benchmark file
