@@ -29,6 +29,7 @@ def experiment_rule(
     params=None,
     uses=None,
     code=(),
+    mpi_env=False,
 ):
     """Define the rule of one experiment of ``study`` (its declaration): run.py's experiment of the
     same name, through the run contract (repro.runner).
@@ -40,7 +41,8 @@ def experiment_rule(
     rulename  its own name: one experiment in several rules (serverless: one rule per platform,
               whose refused sizes differ)
     input     unnamed inputs (what must be built, the image); a list or a function of the wildcards
-    inputs    named inputs {name: path}: passed on as --input NAME=PATH (ctx.inputs)
+    inputs    named inputs {name: path or function of the wildcards}: passed on as --input NAME=PATH
+              (ctx.inputs); one that is empty for a job (a function giving []) is left out
     resources the job's resources (n_plus_1_resources, ...)
     ranks     None: one process on the host (the experiment may start srun steps itself); else the
               number of MPI ranks (an int or a function of the wildcards): the launcher starts the
@@ -50,6 +52,7 @@ def experiment_rule(
     wrap      a function of the wildcards: a command that wraps the launcher (mpifuse's home NFS)
     params    a function of the wildcards: more --params keys than the job's fields
     uses      {study: function of the wildcards}: --uses STUDY=<its run section>
+    mpi_env   (without ranks) set the MPI environment for a host process that starts MPI steps itself
     code      more files the job's code consists of (inputs: a change re-runs it), beside the
               experiment's module and the study's layout.py; a list or a function of the wildcards
 
@@ -85,7 +88,7 @@ def experiment_rule(
         return shlex.quote(json.dumps(p))
 
     def more_args(wc, input):
-        text = "".join(f" --input {n}={shlex.quote(str(input[n]))}" for n in named)
+        text = "".join(f" --input {n}={shlex.quote(str(input[n]))}" for n in named if str(input[n]))
         for other, section in (uses or {}).items():
             text += f" --uses {other}={section(wc)}"
         return text
@@ -106,6 +109,8 @@ def experiment_rule(
             + command
             + " --tag $tag --out {output} --after $rc --log {log}; exit $rc) > {log} 2>&1"
         )
+    elif mpi_env:
+        shell_cmd = "({params.mpi_env}; " + command + " --out {output}) > {log} 2>&1"
     else:
         shell_cmd = command + " --out {output} > {log} 2>&1"
 
