@@ -625,6 +625,8 @@ def main() -> None:
     ctx = Context(args)
     if (ctx.outdir / "figures").exists():
         shutil.rmtree(ctx.outdir / "figures")
+    # an output of report_html even when no enabled study has a figure (a study of tables alone)
+    (ctx.outdir / "figures").mkdir(parents=True)
     studies = [Study(name, st) for name, st in json.loads(args.studies).items()]
 
     claims_df = pd.concat([s.claims for s in studies], ignore_index=True) if studies else \
