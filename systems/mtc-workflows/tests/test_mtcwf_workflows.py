@@ -148,7 +148,8 @@ def test_sigterm_mid_run_is_a_failure_record_and_the_cluster_is_torn_down(tmp_pa
     assert not raw.exists()
     rec = _failure(tmp_path, raw)
     assert rec["failure"] == "stopped by SIGTERM" and rec["failure_kind"] == "error", rec["failure"]
-    assert "mProjectPP" in [s["stage"] for s in rec["extra"]["stages"]]  # what it measured until then
+    # what it measured until then (mProjectPP's own entry follows its log line: the signal may come first)
+    assert [s["stage"] for s in rec["extra"]["stages"]][:2] == ["stage_in", "mMakeHdr"]
     with open("/proc/self/mountinfo") as fh:
         assert str(tmp_path) not in fh.read()
     assert not [x for x in tmp_path.iterdir() if x.name.startswith("mtcwf-")]
@@ -158,7 +159,8 @@ def test_sigterm_mid_run_is_a_failure_record_and_the_cluster_is_torn_down(tmp_pa
 @pytest.mark.skipif(not (REPO / "systems" / "mtc" / "launch.py").exists(), reason="systems/mtc not there")
 def test_memlimit_run_records_the_stores_at_failure(tmp_path, montage_inputs):
     """montage-memlimit (studies.memfs.wf_memlimit_run): every node's memcached at 16 MB, the locality
-    design's 3x3 mosaic does not fit (7.6 MB on the scheduler node in MemFS's stripes): the failure record
+    design's 3x3 mosaic does not fit (7.6 MB on the scheduler node in MemFS's stripes), a Montage task
+    fails ("could not close the file", or no output at all): the failure record
     holds the stores' state before tear-down (extra.at_failure: each node's limit, MemFS's ENOSPC); at
     128 MB the same run completes and its record has no at_failure. The limit is not one of the
     record's params (its path names it)."""
@@ -169,7 +171,7 @@ def test_memlimit_run_records_the_stores_at_failure(tmp_path, montage_inputs):
     rec = _failure(tmp_path / "16", raw)
     assert rec["experiment"] == "workflow_montage" and rec["params"] == {
         "workflow": "montage", "design": "locality", "nodes": 2, "tasks_per_node": 1}
-    assert "could not close the file" in rec["failure"], rec["failure"]
+    assert rec["failure"].startswith("task m"), rec["failure"]  # a Montage tool (which one: the load decides)
     nodes = rec["extra"]["at_failure"]["nodes"]
     assert [n["node"] for n in nodes] == [1, 2] and all(n["memcached_limit_bytes"] == 16 << 20 for n in nodes)
     assert sum(n["memfs_enospc"] for n in nodes) >= 1, nodes
