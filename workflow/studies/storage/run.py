@@ -516,9 +516,11 @@ class StackJob:
         logs = self.state / "log"
         if set(self.params_of) <= self.settled or not logs.is_dir():
             return
+        import atexit
         import tempfile
 
         kept = Path(tempfile.mkdtemp(prefix="storage-logs-")) / "log"
+        atexit.register(shutil.rmtree, kept.parent, ignore_errors=True)  # once the runner has copied them
         shutil.copytree(logs, kept, dirs_exist_ok=True)
         self.ctx.logs[:] = [kept if Path(p) == logs else p for p in self.ctx.logs]
         say(f"daemon logs kept in {kept} for the failure records")

@@ -220,3 +220,43 @@ def test_a_reader_gone_does_not_leave_the_stack_running(tmp_path):
         subprocess.run([sys.executable, str(REPO / "systems/minio/stack.py"), "down", "--state",
                         str(next((tmp_path / "work").glob("lustre-minio-cosbench-rep0-*[0-9]")))], capture_output=True)
     assert not left, left
+
+
+def test_sigterm_keeps_what_finished_and_records_the_rest(tmp_path):
+    """SIGTERM (Slurm's time limit, a cancel) during the second of two COSBench configurations: the
+    runner's Terminated unwinds through the job's `finally` (the stack down, nothing left running),
+    the first configuration's raw file stands (recorded as it ended), the second gets a failure record
+    saying which signal, with the daemons' logs beside it (moved out of the state directory before
+    `down` removed it), and the job exits 143."""
+    import signal
+    import time
+
+    if not (REPO / "tools/cosbench/build/cosbench-driver").exists():
+        pytest.skip("tools/cosbench/build/cosbench-driver not built (./repro setup)")
+    cfg = section(repeats=1, stacks=["lustre-minio"],
+                  cosbench={"sizes": ["4KB"], "workers": [1, 2], "objects": 4, "runtime": 20, "interval": 1,
+                            "timeout_s": 120},
+                  paths={"work_dir": str(tmp_path / "work")})
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    first, second = (tmp_path / p for p in layout.job_outputs(cfg, "lustre-minio", "cosbench", 0))
+    cmd = [sys.executable, "-m", "studies.storage.run",
+           *job_argv(cfg, "stack", "lustre-minio", "cosbench", config=f"@{tmp_path}/cfg.json")]
+    p = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not first.exists() and p.poll() is None:
+        time.sleep(0.2)
+    assert first.exists(), p.communicate(timeout=300)[0][-3000:]
+    time.sleep(3)  # inside the second workload
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 143, out[-3000:]
+    assert rawio.read(first)["status"] == "ok" and rawio.value(rawio.read(first), "succ_ratio", op="read") == 1.0
+    assert not second.exists()
+    rec = rawio.read(rawio.failure_path(second))
+    assert rec["failure"] == "stopped by SIGTERM" and rec["failure_kind"] == "error", rec["failure"]
+    assert rec["params"] == {"stack": "lustre-minio", "benchmark": "cosbench", "size": "4KB", "workers": 2,
+                             "nodes": cfg["nodes"][0]} and rec["experiment"] == "cosbench"
+    assert (rawio.logs_path(second) / "minio.log").is_file()
+    assert not rawio.failure_path(first).exists()
+    assert "lustre-minio: down" in out
+    assert not processes_mentioning(str(tmp_path / "work"))
