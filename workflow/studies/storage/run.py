@@ -510,7 +510,7 @@ class StackJob:
         self.settle(k, rec)
         return False
 
-    def keep_logs_for_the_runner(self) -> None:
+    def save_daemon_logs(self) -> None:
         """The job is ending with configurations not recorded (a signal, a crash): the runner records
         them after this job's clean-up, so the daemons' logs move out of the state directory first."""
         logs = self.state / "log"
@@ -535,7 +535,7 @@ class StackJob:
                 say(f"{stack}: down exit {d.returncode}: {d.stderr[-2000:]}")
             else:
                 try:
-                    self.keep_logs_for_the_runner()
+                    self.save_daemon_logs()
                 except OSError as exc:
                     say(f"{stack}: logs not kept: {exc}")
                 shutil.rmtree(state, ignore_errors=True)
