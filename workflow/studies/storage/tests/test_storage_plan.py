@@ -115,3 +115,21 @@ def test_local_plan_and_on_by_default(snake, workspace):
     default = snake("-n", "--profile", "profiles/local", timeout=300).stdout
     c = _counts(default)  # ./repro run's local reproduction includes the study (enabled in config.yaml)
     assert c.get("storage_cosbench_run") == "6" and c.get("storage_claims") == "1", default[-2000:]
+
+
+def test_a_job_asked_for_other_raw_files_or_stack_is_refused(tmp_path, monkeypatch, capsys):
+    """The run contract's --out is exactly the job's raw files (every (size, workers) of the benchmark):
+    one missing, or a stack run.py does not know, is refused (exit 2) before anything starts or is
+    recorded."""
+    from studies.storage import run
+
+    monkeypatch.chdir(tmp_path)
+    cfg = section(paths={"work_dir": str(tmp_path / "work")})
+    argv = job_argv(cfg, "stack", "juicefs", "cosbench")
+    assert len(layout.job_outputs(cfg, "juicefs", "cosbench", 0)) >= 2
+    assert run.RUN.main(argv[:-1]) == 2  # the last raw file left out
+    assert "are not the raw files of this job" in capsys.readouterr().err
+    assert run.RUN.main(job_argv(cfg, "stack", "nfs", "cosbench")) == 2
+    assert "--params stack: one of ceph, lustre-minio, juicefs, not 'nfs'" in capsys.readouterr().err
+    assert run.RUN.main(job_argv(cfg, "limit", "fio", raw_dir="elsewhere")[:-1] + ["elsewhere/x.json"]) == 2
+    assert not (tmp_path / "results").exists() and not (tmp_path / "elsewhere").exists()

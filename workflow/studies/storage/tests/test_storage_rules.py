@@ -104,6 +104,25 @@ def _has(cfg: dict, path: tuple) -> bool:
     return True
 
 
+def check_run_contract(cmd: str) -> str:
+    """A run job's command as run.py reads it (the run contract): its own parser takes it, the experiment
+    is one of run.py's, and --out is exactly the job's raw files (layout.py's, from the config the command
+    carries). Returns the experiment."""
+    from studies.storage import run
+
+    argv = shlex.split(cmd.split("-m studies.storage.run ", 1)[1].rsplit(") > ", 1)[0])
+    a = run.RUN.parser().parse_args(argv)
+    cfg, params = _config_of(cmd), json.loads(a.params)
+    assert a.experiment in run.RUN.names and params["launcher"] == "slurm", argv[:1] + argv[3:6]
+    if a.experiment.startswith("limit-"):
+        want = [layout.limit_path(a.experiment[len("limit-"):], a.rep)]
+    else:
+        want = layout.job_outputs(cfg, params["stack"], a.experiment, a.rep)
+    assert a.out == want, (a.experiment, a.out, want)
+    assert all(i.startswith("image=containers/sif/") for i in a.input), a.input
+    return a.experiment
+
+
 def test_a_plan_only_key_changes_no_run_command(snake, workspace):
     """The keys the schema marks x-plan are read when the plan is made (the Slurm time limit, the kick job,
     how many repeats, the image) and by no run job: changing runtime_minutes, kick.stack and repeats keeps
@@ -122,6 +141,8 @@ def test_a_plan_only_key_changes_no_run_command(snake, workspace):
     for cmd in b["run"]:
         present = [p for p in PLAN_ONLY if _has(_config_of(cmd), p)]
         assert not present, (present, cmd[:300])
+    # every run command is the run contract's, naming exactly its job's raw files
+    assert {check_run_contract(cmd) for cmd in b["run"]} == {"cosbench", "mdtest", "limit-fio", "limit-ceiling"}
     cfg = _config_of(b["claims"][0])
     assert (cfg["runtime_minutes"], cfg["kick"]["stack"], cfg["repeats"]) == (1000, "juicefs", 4)
 
