@@ -81,6 +81,16 @@ def test_compare_fails_on_resources_outputs_jobs_never_on_commands_alone():
     reordered = PLAN.replace("tmpdir=/tmp, mem_mb=4000, slurm_partition=batch,",
                              "slurm_partition=batch, mem_mb=4000, tmpdir=/tmp, mem_mb=4000,")
     assert reordered != PLAN and plan_diff.compare(before, _snap(reordered)) == ([], [])
+    # the same inputs in another order: no difference; one input more: a difference
+    key = "fusespeed_run -> results/fusespeed/raw/source~scratch/size~1GB/rep~0.json"
+    job = before["slurm:fusespeed"]["jobs"][key]
+    assert ", " in job["input"]
+    swapped = copy.deepcopy(before)
+    swapped_job = swapped["slurm:fusespeed"]["jobs"][key]
+    swapped_job["input"] = ", ".join(reversed(job["input"].split(", ")))
+    assert swapped_job["input"] != job["input"] and plan_diff.compare(before, swapped) == ([], [])
+    swapped_job["input"] += ", extra.txt"
+    assert any("input" in d for d in plan_diff.compare(before, swapped)[0])
     # a log path moved: a difference (unless ignored)
     moved = _snap(PLAN.replace("log/run.log", "log/run2.log"))
     assert plan_diff.compare(before, moved)[0] and plan_diff.compare(before, moved, ignore=("log",))[0] == []

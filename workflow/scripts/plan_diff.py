@@ -124,6 +124,11 @@ def snapshot(root: Path, targets: list[str] | None = None, profiles: tuple[str, 
     return snap
 
 
+def _items(text):
+    """A job's inputs as a set (their order is not part of the plan)."""
+    return None if text is None else sorted(text.split(", "))
+
+
 def compare(before: dict, after: dict, ignore: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
     """(differences, changed commands): every plan, job and field of ``before`` not in ``after`` the
     same way, and the other way round; the commands that differ are listed apart (allowed to)."""
@@ -144,7 +149,8 @@ def compare(before: dict, after: dict, ignore: tuple[str, ...] = ()) -> tuple[li
         for key in sorted(set(a["jobs"]) & set(b["jobs"])):
             jb, ja = b["jobs"][key], a["jobs"][key]
             for f in FIELDS:
-                same = (resources(jb.get(f)) == resources(ja.get(f))) if f == "resources" else jb.get(f) == ja.get(f)
+                same = (resources(jb.get(f)) == resources(ja.get(f))) if f == "resources" else \
+                    (_items(jb.get(f)) == _items(ja.get(f))) if f == "input" else jb.get(f) == ja.get(f)
                 if f not in ignore and not same:
                     diffs.append(f"{name}: {key}: {f}: {jb.get(f)!r} before, {ja.get(f)!r} after")
             if jb.get("shell") != ja.get("shell"):
