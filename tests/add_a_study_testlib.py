@@ -24,6 +24,7 @@ STUDY = Study(
     output_tables={"summary": "Every configuration: count/mean/std/min/max, failed, not run"},
     expected_times={"setup_local": "none", "run_local": "< 10 s", "analysis_local": "< 10 s",
                     "run_cluster": "< 1 min"},
+    readme={"local": "< 10 s", "cluster": "< 1 min (6 one-node jobs)"},
     experiments=(Experiment("hash", "size~{size}/rep~{rep}.json", constraints={"size": r"[0-9]+"}),),
 )
 '''
@@ -253,6 +254,9 @@ FILES = {
 }
 
 SNAKEFILE_LINE = 'include: "workflow/studies/toy/rules.smk"\n'
+# the top-level README.md: its table of studies, and the declaration's readme= row of its expected times
+README_STUDY_ROW = "| `toy` | none (tests/test_add_a_study.py) | SHA-256 of N MiB: the add-a-study test's study |\n"
+README_TIMES_ROW = "| `toy` | < 10 s | < 1 min (6 one-node jobs) |\n"
 # config/config.yaml: the papers' scale; config/local.yaml: what differs on one 2-core machine
 CONFIG = "\ntoy:\n  enabled: true\n  sizes: [16, 64]\n  repeats: 3\n"
 LOCAL = "\ntoy:\n  sizes: [1, 4]\n  repeats: 2\n"
@@ -273,7 +277,7 @@ def listed(section: str) -> tuple[set[str], set[str]]:
     assert len(items) >= 8, items
     quoted = [re.findall(r"`([^`]+)`", item) for item in items]
     created = {q for item in quoted[:7] for q in item if re.fullmatch(r"[\w-]+\.(py|yaml|smk|csv|md)|tests/", q)}
-    edited = {q for q in quoted[7] if re.fullmatch(r"Snakefile|config/[\w-]+\.yaml", q)}
+    edited = {q for q in quoted[7] if re.fullmatch(r"Snakefile|config/[\w-]+\.yaml|README\.md", q)}
     return created, edited
 
 
@@ -300,4 +304,13 @@ def write_study(ws: Path, leave_out: str | None = None) -> list[str]:
         f.write(CONFIG)
     with open(ws / "config" / "local.yaml", "a") as f:
         f.write(LOCAL)
-    return touched + ["Snakefile", "config/config.yaml", "config/local.yaml"]
+    readme = ws / "README.md"
+    lines = readme.read_text().splitlines(keepends=True)
+    first = next(i for i, ln in enumerate(lines) if re.match(r"\| \[?`\w+`", ln))  # the table of studies
+    end = next(i for i in range(first, len(lines)) if not lines[i].startswith("|"))
+    lines.insert(end, README_STUDY_ROW)
+    times = lines.index("## Expected times\n")
+    last = max(i for i, ln in enumerate(lines) if i > times and re.match(r"\| `\w+` \|", ln))
+    lines.insert(last + 1, README_TIMES_ROW)
+    readme.write_text("".join(lines))
+    return touched + ["Snakefile", "config/config.yaml", "config/local.yaml", "README.md"]

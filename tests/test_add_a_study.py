@@ -23,7 +23,7 @@ SIZES, REPEATS = [1, 4], 2  # config/local.yaml's toy section (add_a_study_testl
 def test_the_readme_lists_what_the_toy_study_writes_and_edits():
     created, edited = T.listed(T.readme_list(REPO / "workflow" / "README.md"))
     assert created == {f.split("/")[0] + ("/" if "/" in f else "") for f in T.FILES}
-    assert edited == {"Snakefile", "config/config.yaml", "config/local.yaml"}
+    assert edited == {"Snakefile", "config/config.yaml", "config/local.yaml", "README.md"}
 
 
 def _make(ws, leave_out=None):
@@ -89,10 +89,16 @@ def test_toy_study_from_the_list_runs_on_the_local_profile(workspace, snake):
     page = (workspace / "paper/toy.html").read_text()
     assert "A larger input hashes more bytes, in proportion" in page and "reproduced" in page
     assert 'href="toy.html"' in (workspace / "paper/index.html").read_text()
-    # the study's own tests/ run in the copy
-    r = subprocess.run(["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "workflow/studies/toy/tests"],
+    # nothing else to edit: in the copy, the study's own tests/ pass, and so do the project's checks
+    # that span every study folder (declarations and README rows, targets, boundaries, tolerances)
+    r = subprocess.run(["python3", "-m", "pytest", "-v", "-p", "no:cacheprovider", "workflow/studies/toy/tests",
+                        "tests/test_engine_rules.py", "tests/test_study_boundaries.py", "tests/test_tolerances.py",
+                        "tests/test_config.py::test_changing_every_judging_key_leaves_the_benchmarks_params_alone"],
                        cwd=workspace, env=snake.env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    assert "test_toy_layout.py::test_the_matrix_is_sizes_times_repeats PASSED" in out
+    assert "test_changing_every_judging_key_leaves_the_benchmarks_params_alone[toy] PASSED" in out
 
 
 def _job(job_id: str) -> dict:
