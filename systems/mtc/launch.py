@@ -314,10 +314,23 @@ class Cluster:
         return [nd.server for nd in self.nodes]
 
     def map(self, fn, nodes=None, timeout=None) -> list:
-        """fn(node) on every node (or the given ones) concurrently; results in node order."""
+        """fn(node) on every node (or the given ones) concurrently; results in node order. A node's
+        error or the timeout: raised once the other nodes' calls have ended. Anything raised in the
+        caller while it waits (SIGTERM: the driver is being stopped) is raised at once, without
+        waiting for calls that may run for minutes: the cluster's teardown ends them."""
         nodes = self.nodes if nodes is None else nodes
-        with cf.ThreadPoolExecutor(max(1, len(nodes))) as ex:
-            return list(ex.map(fn, nodes, timeout=timeout))
+        ex = cf.ThreadPoolExecutor(max(1, len(nodes)))
+        fs = [ex.submit(fn, nd) for nd in nodes]
+        wait = True
+        try:
+            end = None if timeout is None else time.monotonic() + timeout
+            return [f.result(None if end is None else max(0.0, end - time.monotonic())) for f in fs]
+        except BaseException as exc:
+            wait = isinstance(exc, cf.TimeoutError) or any(f.done() and not f.cancelled() and f.exception() is exc
+                                                           for f in fs)
+            raise
+        finally:
+            ex.shutdown(wait=wait, cancel_futures=not wait)
 
     def run_all(self, cmd_of, **kw) -> list[dict]:
         """Run cmd_of(node) (a list, or a string with shell=True) on every node at once."""

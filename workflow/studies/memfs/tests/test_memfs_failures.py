@@ -57,19 +57,23 @@ def test_sigterm_tears_the_cluster_down_and_records_why(tmp_path):
     p = subprocess.Popen([PY, "-m", "studies.memfs.run", "envelope", "--config", json.dumps(cfg),
                           "--params", json.dumps(params), "--rep", "0", "--out", out],
                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=mpi_env())
-    seen = []
+    seen, rest = [], ""
     try:
         for line in p.stdout:  # the cluster is up and the files are being written
             seen.append(line)
             if "cluster up:" in line:
                 p.send_signal(signal.SIGTERM)
                 break
-        rest, _ = p.communicate(timeout=120)
+        rest, _ = p.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rest = p.communicate()[0]
+        pytest.fail("the job did not end in 300 s after SIGTERM: " + ("".join(seen) + rest)[-3000:])
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 143, "".join(seen)[-2000:] + rest[-2000:]
+    assert p.returncode == 143, ("".join(seen) + rest)[-3000:]
     assert not (tmp_path / out).exists()
     rec = rawio.read(rawio.failure_path(tmp_path / out))
     assert rec["failure"] == "stopped by SIGTERM" and rec["failure_kind"] == "error"
