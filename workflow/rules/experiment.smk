@@ -30,6 +30,10 @@ def experiment_rule(
     uses=None,
     code=(),
     mpi_env=False,
+    run_config=None,
+    layout=True,
+    output=None,
+    status=None,
 ):
     """Define the rule of one experiment of ``study`` (its declaration): run.py's experiment of the
     same name, through the run contract (repro.runner).
@@ -55,6 +59,15 @@ def experiment_rule(
     mpi_env   (without ranks) set the MPI environment for a host process that starts MPI steps itself
     code      more files the job's code consists of (inputs: a change re-runs it), beside the
               experiment's module and the study's layout.py; a list or a function of the wildcards
+    layout    False: the study's layout.py is not part of the job's code (a run that does not import it)
+    run_config  --config: a function of the wildcards (the part of the run section the job depends on, so
+              a change elsewhere does not re-run it); default the study's whole run section (run_json)
+    output    the job's one raw file at another path than the declaration's (a kick under kick/): every
+              job field in ``fixed``; nothing is expected or benchmarked (give matrix=[])
+    status    a path pattern of the job fields: the run's failure is a result (memfs's memory limit); the
+              job's output is this file holding the run's exit status, the raw file (or its failure
+              record, cleared before the run with the raw file) is what the experiment recorded
+    An experiment's run name (Experiment.run) may name job fields in braces: workflow_{workflow}.
 
     Made in a function, never in a bare loop (workflow/README.md): the shell string is a literal.
     """
@@ -70,6 +83,11 @@ def experiment_rule(
         study.raw_path(experiment, **fixed, **combo)
         for combo in paramspace.expand({f: each[f] for f in e.each})
     ]
+    raw_out = "{output}"
+    if output is not None:
+        outputs = [output]
+    elif status is not None:
+        raw_out, outputs = "{params.raw}", [status]
     named = dict(inputs or {})
     rows = [
         {**row, **fixed, **combo}
@@ -93,11 +111,12 @@ def experiment_rule(
             text += f" --uses {other}={section(wc)}"
         return text
 
-    own_code = study_code(study.name, e.module, *(["layout"] if os.path.exists(f"{STUDIES}/{study.name}/layout.py") else []))
+    own_code = study_code(study.name, e.module, *(["layout"] if layout and os.path.exists(f"{STUDIES}/{study.name}/layout.py") else []))
+    rep = str(fixed["rep"]) if "rep" in fixed else "{wildcards.rep}"
     launched = ranks is not None
     command = (
         "{params.exec} python3 -m studies.{params.study}.{params.module} {params.experiment}"
-        " --config {params.cfg} --params {params.run} --rep {wildcards.rep}{params.more}"
+        " --config {params.cfg} --params {params.run} --rep " + rep + "{params.more}"
     )
     if launched:
         # the run contract's MPI form (repro.runner): every rank runs the experiment; after the launcher,
@@ -110,9 +129,11 @@ def experiment_rule(
             + " --tag $tag --out {output} --after $rc --log {log}; exit $rc) > {log} 2>&1"
         )
     elif mpi_env:
-        shell_cmd = "({params.mpi_env}; " + command + " --out {output}) > {log} 2>&1"
+        shell_cmd = "({params.mpi_env}; " + command + f" --out {raw_out}) > {{log}} 2>&1"
     else:
-        shell_cmd = command + " --out {output} > {log} 2>&1"
+        shell_cmd = command + f" --out {raw_out} > {{log}} 2>&1"
+    if status is not None:  # an earlier run's raw file or failure record goes first: the output is the status
+        shell_cmd = "rm -f {params.raw} {params.failed}; " + shell_cmd + " && rc=0 || rc=$?; echo $rc > {output}"
 
     rule:
         name:
@@ -124,7 +145,7 @@ def experiment_rule(
         output:
             outputs,
         log:
-            study.run_log(experiment, **fixed),
+            f"{study.results}/log/{name}.log" if output is not None else study.run_log(experiment, **fixed),
         benchmark:
             study.run_benchmark(experiment, name, **fixed)
         wildcard_constraints:
@@ -135,8 +156,10 @@ def experiment_rule(
             exec=exec,
             study=study.name,
             module=e.module,
-            experiment=e.entry,
-            cfg=lambda wc: run_json(study.name),
+            experiment=(lambda wc: e.entry.format(**fixed, **wc)) if "{" in e.entry else e.entry,
+            cfg=run_config or (lambda wc: run_json(study.name)),
+            raw=lambda wc: study.raw_path(experiment, **fixed, **wc) if status else "",
+            failed=lambda wc: study.raw_path(experiment, **fixed, **wc).replace("/raw/", "/failed/", 1) if status else "",
             run=job_params,
             more=more_args,
             mpi_env=MPI_ENV,

@@ -1,5 +1,5 @@
-"""The memfs study, declared once (repro.study): paper 004's Chapter 2 in two parts, the MTC Envelope
-(Section 2.4.1, rules.smk) and the Montage/BLAST workflows (Section 2.4.2, workflows.smk).
+"""The memfs study, declared once (repro.study): paper 004's Chapter 2, the MTC Envelope (Section 2.4.1)
+and the Montage/BLAST workflows (Section 2.4.2), its parts experiments of this one declaration.
 
 The configuration turns parts on and off: the envelope (memfs.enabled), the FUSE gap of issue 22
 (memfs.fuse_gap.enabled), the workflows (memfs.workflows.enabled) and their montage-memlimit experiment
@@ -8,7 +8,10 @@ gives the report's claims, tidy table, figures and tables of the parts that are 
 order, and expected_times() the times of the parts that are on.
 """
 
-from repro.study import Study
+from repro.study import Experiment, Study
+
+_SIZE = r"[0-9]+[KMG]i?B"
+_NET = r"[A-Za-z0-9_.+-]+"
 
 STUDY = Study(
     name="memfs",
@@ -113,6 +116,27 @@ STUDY = Study(
         "refused and what each store held. The unlimited reference run is the last limit.",
     },
     images=("memfs",),
+    # memfs's parts are experiments of this one study (README.md): the envelope's five (run.py), the
+    # FUSE gap (fusegap.py), the workflow runs (wf_run.py) and the memory-limit runs (wf_memlimit_run.py)
+    experiments=(
+        Experiment("envelope", "envelope/network~{network}/design~{design}/nodes~{nodes}/size~{size}/rep~{rep}.json",
+                   rule="memfs_envelope_run", constraints={"network": _NET, "design": "memfs|locality", "size": _SIZE}),
+        Experiment("metadata", "metadata/network~{network}/design~{design}/nodes~{nodes}/rep~{rep}.json",
+                   rule="memfs_metadata_run", constraints={"network": _NET, "design": "memfs|locality"}),
+        Experiment("stripe", "stripe/network~{network}/nodes~{nodes}/stripe~{stripe}/rep~{rep}.json",
+                   rule="memfs_stripe_run", constraints={"network": _NET, "stripe": _SIZE}),
+        Experiment("threads", "threads/network~{network}/nodes~{nodes}/threads~{threads}/rep~{rep}.json",
+                   rule="memfs_threads_run", constraints={"network": _NET, "threads": "[0-9]+"}),
+        Experiment("limit", "limit/network~{network}/nodes~{nodes}/rep~{rep}.json", rule="memfs_limit_run",
+                   constraints={"network": _NET}),
+        Experiment("fusegap", "fusegap/rep~{rep}.json", rule="memfs_fusegap_run", module="fusegap"),
+        Experiment("workflow", "workflow~{workflow}/design~{design}/nodes~{nodes}/tasks_per_node~{tasks_per_node}"
+                   "/rep~{rep}.json", rule="memfs_wf_run", module="wf_run", run="workflow_{workflow}",
+                   constraints={"workflow": "montage|blast", "design": "memfs|locality|local-disk"}),
+        Experiment("memlimit", "experiment~montage-memlimit/design~{design}/memcached_mb~{memcached_mb}/rep~{rep}.json",
+                   rule="memfs_wf_memlimit_run", module="wf_memlimit_run", run="workflow_montage",
+                   constraints={"design": "memfs|locality"}),
+    ),
     # the envelope's (always on); the workflows' are WORKFLOW_TIMES, joined by expected_times()
     expected_times={
         "setup_local": "envelope: iozone from Debian non-free (tools/iozone/setup.sh) and make -C tools/mdtest "

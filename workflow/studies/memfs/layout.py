@@ -17,16 +17,19 @@ from __future__ import annotations
 import glob
 import os
 
-RAW_DIR = "results/memfs/raw"
-PATTERNS = {
-    "envelope": RAW_DIR + "/envelope/network~{network}/design~{design}/nodes~{n}/size~{size}/rep~{rep}.json",
-    "metadata": RAW_DIR + "/metadata/network~{network}/design~{design}/nodes~{n}/rep~{rep}.json",
-    "stripe": RAW_DIR + "/stripe/network~{network}/nodes~{n}/stripe~{stripe}/rep~{rep}.json",
-    "threads": RAW_DIR + "/threads/network~{network}/nodes~{n}/threads~{threads}/rep~{rep}.json",
-    "limit": RAW_DIR + "/limit/network~{network}/nodes~{n}/rep~{rep}.json",
-}
-# the config section each experiment's runs depend on
+from studies.memfs.declaration import STUDY as DECLARATION
+
+RAW_DIR = f"{DECLARATION.results}/raw"
+# the envelope part's experiments (run.py), each of the config section its runs depend on
 SECTION = {"envelope": "envelope", "metadata": "metadata", "stripe": "sweeps", "threads": "sweeps", "limit": "limit"}
+SITE_CHECK = f"{DECLARATION.results}/site_check.json"  # the nodes have the used networks' interfaces
+# a memory-limit run's exit status (its failure is a result: the rule's output is this, not the raw file)
+MEMLIMIT_STATUS = f"{DECLARATION.results}/memlimit/design~{{design}}/memcached_mb~{{memcached_mb}}.rc"
+
+
+def raw_path(experiment: str, **values) -> str:
+    """One raw file of an experiment (the declaration spells the path; a field left out stays a wildcard)."""
+    return DECLARATION.raw_path(experiment, **values)
 
 
 def _uniq(items):
@@ -39,26 +42,26 @@ def _uniq(items):
 
 
 def configs(cfg: dict) -> list[tuple[str, dict, int]]:
-    """Every configuration of the study as (experiment, wildcards dict, repeats); cfg = memfs section."""
+    """Every envelope-part configuration as (experiment, its fields but rep, repeats); cfg = memfs section."""
     env, tab, md, sw, lim = (cfg[k] for k in ("envelope", "table", "metadata", "sweeps", "limit"))
     out = []
     envs = [(net, d, n, s) for net in env["networks"] for d in env["designs"] for n in env["nodes"]
             for s in env["sizes"]]
     envs += [(net, d, n, tab["size"]) for net in tab["networks"] for d in env["designs"] for n in tab["nodes"]]
     for net, d, n, s in _uniq(envs):
-        out.append(("envelope", {"network": net, "design": d, "n": n, "size": s}, env["repeats"]))
+        out.append(("envelope", {"network": net, "design": d, "nodes": n, "size": s}, env["repeats"]))
     mds = [(net, d, n) for net in md["networks"] for d in md["designs"] for n in md["nodes"]]
     mds += [(net, d, n) for net in tab["networks"] for d in md["designs"] for n in tab["nodes"]]
     for net, d, n in _uniq(mds):
-        out.append(("metadata", {"network": net, "design": d, "n": n}, md["repeats"]))
+        out.append(("metadata", {"network": net, "design": d, "nodes": n}, md["repeats"]))
     for n in sw["nodes"]:
         for s in sw["stripe_sizes"]:
-            out.append(("stripe", {"network": sw["network"], "n": n, "stripe": s}, sw["repeats"]))
+            out.append(("stripe", {"network": sw["network"], "nodes": n, "stripe": s}, sw["repeats"]))
         for t in sw["threads"]:
-            out.append(("threads", {"network": sw["network"], "n": n, "threads": t}, sw["repeats"]))
+            out.append(("threads", {"network": sw["network"], "nodes": n, "threads": t}, sw["repeats"]))
     for net in lim["networks"]:
         for n in lim["nodes"]:
-            out.append(("limit", {"network": net, "n": n}, lim["repeats"]))
+            out.append(("limit", {"network": net, "nodes": n}, lim["repeats"]))
     return out
 
 
@@ -94,16 +97,33 @@ def site_interfaces(cfg: dict) -> dict[str, str]:
 def site_check_nodes(cfg: dict) -> int:
     """Nodes of the site check job: the smallest run's n+1 (at least 2), so any allocation the study
     can get it can get; a missing interface is missing on a driver and a system node alike."""
-    return max(2, min([int(wc["n"]) for _, wc, _ in configs(cfg)] + [int(cfg["kick"]["nodes"][0])]) + 1)
+    return max(2, min([int(wc["nodes"]) for _, wc, _ in configs(cfg)] + [int(cfg["kick"]["nodes"][0])]) + 1)
 
 
 def expected_raw(cfg: dict) -> list[str]:
     """Every raw file the config asks for (the tables show missing ones as not run)."""
-    return [PATTERNS[exp].format(rep=r, **wc) for exp, wc, reps in configs(cfg) for r in range(reps)]
+    return [raw_path(exp, rep=r, **wc) for exp, wc, reps in configs(cfg) for r in range(reps)]
+
+
+def matrix(cfg: dict, experiment: str) -> list[dict]:
+    """The jobs of one envelope-part experiment (its fields, rep included): experiment_rule's matrix."""
+    return [{**wc, "rep": r} for exp, wc, reps in configs(cfg) if exp == experiment for r in range(reps)]
+
+
+def run_config(run: dict, experiment: str, network: str) -> dict:
+    """What an envelope-part run is given of the section's run part: its network, the systems' settings
+    and its experiment's section (a change elsewhere, memfs.workflows, does not re-run it)."""
+    sub = {k: run[k] for k in ("memcached", "memfs", "iozone")}
+    return {**sub, "networks": {network: run["networks"][network]}, SECTION[experiment]: run[SECTION[experiment]]}
+
+
+def fusegap_matrix(cfg: dict) -> list[dict]:
+    """The FUSE gap's repeats (issue 22), none where memfs.fuse_gap is off."""
+    gap = cfg.get("fuse_gap", {})
+    return [{"rep": r} for r in range(int(gap.get("reps", 5)))] if gap.get("enabled") else []
 
 
 # Section 2.4.2: the Montage and BLAST workflows
-WORKFLOW_PATTERN = RAW_DIR + "/workflow~{app}/design~{design}/nodes~{n}/tasks_per_node~{k}/rep~{rep}.json"
 # the keys of memfs.workflows that decide which runs exist (the tidy step receives only these)
 WORKFLOW_RUN_KEYS = ("applications", "designs", "sweeps", "repeats")
 
@@ -114,15 +134,35 @@ def workflow_configs(wf: dict) -> list[tuple[int, int]]:
                    for k in sweep["tasks_per_node"]})
 
 
+def workflow_matrix(wf: dict) -> list[dict]:
+    """Every workflow run the ``memfs.workflows`` section asks for (none where it is off)."""
+    if not wf.get("enabled", True):
+        return []
+    return [{"workflow": a, "design": d, "nodes": n, "tasks_per_node": k, "rep": r} for a in wf["applications"]
+            for d in wf["designs"] for n, k in workflow_configs(wf) for r in range(wf["repeats"])]
+
+
 def workflow_expected_raw(wf: dict) -> list[str]:
     """Every workflow raw file the ``memfs.workflows`` section asks for."""
-    return [WORKFLOW_PATTERN.format(app=a, design=d, n=n, k=k, rep=r) for a in wf["applications"]
-            for d in wf["designs"] for n, k in workflow_configs(wf) for r in range(wf["repeats"])]
+    return [raw_path("workflow", **row) for row in workflow_matrix({**wf, "enabled": True})]
+
+
+def memlimit_matrix(wf: dict) -> list[dict]:
+    """The memory-limit runs: both designs at each limit and at memcached_mb (the unlimited reference);
+    none unless memfs.workflows and its memlimit are on. A claim limit that is not a limit is refused."""
+    ml = wf.get("memlimit") or {}
+    if not (wf.get("enabled") and ml.get("enabled")):
+        return []
+    if int(ml["claim_limit_mb"]) not in [int(x) for x in ml["limits_mb"]]:
+        raise LayoutError("config memfs.workflows.memlimit.claim_limit_mb must be one of memfs.workflows.memlimit"
+                          f".limits_mb (got {ml['claim_limit_mb']} not in {ml['limits_mb']})")
+    mbs = sorted({int(x) for x in ml.get("limits_mb", [])} | {int(wf["memcached_mb"])})
+    return [{"design": d, "memcached_mb": mb} for d in ("memfs", "locality") for mb in mbs]
 
 
 # raw files an aggregate owns: any existing one must be expected by the layout
 OWNED_GLOBS = {
-    "envelope": [RAW_DIR + f"/{exp}/**/*.json" for exp in PATTERNS],
+    "envelope": [RAW_DIR + f"/{exp}/**/*.json" for exp in SECTION],
     "workflows": [RAW_DIR + "/workflow~*/**/*.json"],
 }
 
@@ -172,35 +212,73 @@ def read_list(path: str) -> list[str]:
         return [ln.strip() for ln in fh if ln.strip()]
 
 
-def run_benchmark_pattern(exp: str) -> str:
-    """Snakemake benchmark file of one run, a pattern (the report sums them into the measured time)."""
-    rel = PATTERNS[exp][len(RAW_DIR) + 1 : -len(".json")].replace("/", ",")
-    return f"results/memfs/benchmarks/memfs_{exp}_run/{rel}.tsv"
-
-
-def run_benchmark(exp: str, wc: dict, rep: int) -> str:
-    """Snakemake benchmark file of one run."""
-    return run_benchmark_pattern(exp).format(rep=rep, **wc)
-
-
-def run_log_pattern(exp: str) -> str:
-    """The log of one run, a pattern: the raw path under results/memfs/log/, .log for .json."""
-    return "results/memfs/log" + PATTERNS[exp][len(RAW_DIR) : -len(".json")] + ".log"
-
-
 def kick_paths(cfg: dict) -> list[str]:
-    """One tiny configuration of every experiment (kick the tires)."""
+    """One tiny configuration of every envelope-part experiment (kick the tires)."""
     k = cfg["kick"]
-    n, net = k["nodes"][0], k["network"]
-    return (
-        [PATTERNS["envelope"].format(network=net, design=d, n=n, size=k["size"], rep=0) for d in ("memfs", "locality")]
-        + [PATTERNS["metadata"].format(network=net, design=d, n=n, rep=0) for d in ("memfs", "locality")]
-        + [
-            PATTERNS["stripe"].format(network=net, n=n, stripe="512KiB", rep=0),
-            PATTERNS["threads"].format(network=net, n=n, threads=cfg["memfs"]["threads"], rep=0),
-            PATTERNS["limit"].format(network=net, n=n, rep=0),
-        ]
-    )
+    at = {"network": k["network"], "nodes": k["nodes"][0], "rep": 0}
+    return ([raw_path("envelope", design=d, size=k["size"], **at) for d in ("memfs", "locality")]
+            + [raw_path("metadata", design=d, **at) for d in ("memfs", "locality")]
+            + [raw_path("stripe", stripe="512KiB", **at), raw_path("threads", threads=cfg["memfs"]["threads"], **at),
+               raw_path("limit", **at)])
+
+
+STAND_INS_ENVELOPE = [
+    "MTC Envelope (2.4.1): the locality-based design is our re-implementation of AMFS's policy inside MemFS "
+    "(--policy locality: writes only to the node's own memcached, replicate-on-read, owners via "
+    "user.memfs.owners) - AMFS's code is not public; its locality-aware placement is the benchmark placing "
+    "each 1-1 reader on the file's node, its multicast is every node replicating the file: N-1 independent "
+    "unicast pulls from the writer (a star), not AMFS Shell's multicast; the locality N-1 read rows and "
+    "claims carry this unicast stand-in in system_kind.",
+    "MTC Envelope (2.4.1): where a network is marked emulated (locally: both), each system node is a network "
+    "namespace on one host with its veth link shaped by tc HTB (IPoIB stand-in 8 Gbit/s, 1GbE 1 Gbit/s, no "
+    "added latency); memcached, MemFS (FUSE), iozone and the metadata benchmark are real. All nodes share "
+    "this host's cores, so aggregate rates cannot grow with nodes where the CPU (or, for metadata, the "
+    "scheduling delay of every cross-node round trip), not the link, is the bottleneck.",
+    "MTC Envelope (2.4.1): iozone's throughput mode is used (one process per file of a batch; single-file "
+    "mode re-opens the file it just created, which a write-once file system refuses), with its 2 s untimed "
+    "sleeps skipped by an LD_PRELOAD shim (tools/iozone/build/libnosleep.so); bandwidth and throughput come "
+    "from iozone's own per-child timings.",
+    "MTC Envelope (2.4.1): mdtest (IOR project) is in no reachable registry; tools/mdtest/mdbench (C, MPI) "
+    "follows mdtest's phases, flags and summary format and is used where mdtest is not on PATH (the memfs "
+    "image builds the real mdtest).",
+]
+STAND_INS_WORKFLOWS = [
+    "Workflows (2.4.2): the cluster is emulated by systems/mtc: n+1 'nodes' on one host, each system node a "
+    "network namespace with its own memcached and MemFS mounts, links shaped with tc HTB; on Slurm the same "
+    "code runs on real nodes.",
+    "Workflows (2.4.2): synthetic inputs instead of the M17 mosaic (an N x N grid of TAN tiles with a shared "
+    "star field, per-tile background planes, 30 % overlap) and instead of the NCBI nt database (random ACGT "
+    "split with fastasplit; mutated queries with known origins).",
+    "Workflows (2.4.2): the locality design is our re-implementation of AMFS's policy inside MemFS (writes to"
+    " the local memcached only, replicate-on-read, placement by the first input's owner via memfs-locate / "
+    "user.memfs.owners), not AMFS itself; AMFS Shell is our MTC scheduler (systems/mtc-workflows).",
+]
+
+
+def stand_ins(cfg: dict) -> list[str]:
+    """The report's stand-ins of the parts the config turns on (cfg: the memfs section)."""
+    out = list(STAND_INS_ENVELOPE)
+    wf = cfg["workflows"]
+    if wf["enabled"]:
+        m, b = wf["montage"], wf["blast"]
+        out += STAND_INS_WORKFLOWS + [
+            f"Workflows (2.4.2): this run's scale: a {m['grid']} x {m['grid']} mosaic of {m['npix']}^2 tiles, a "
+            f"{b['db_bp'] / 1e6:g} Mbp database in {b['fragments']} fragments x {b['queries']} query files, "
+            f"(nodes, tasks per node) in {workflow_configs(wf)}, {wf['repeats']} repeats; on one 2-core host the "
+            "emulated nodes share the cores, so times are dominated by process start-up and CPU sharing, not by "
+            "the network (config/config.yaml has the paper's scale)."]
+    return out
+
+
+def workflow_input_args(wf: dict, app: str) -> str:
+    """The synthetic input generator's options (mtcwf.gen_montage, mtcwf.gen_blast)."""
+    if app == "montage":
+        m = wf["montage"]
+        return f"--grid {m['grid']} --npix {m['npix']} --overlap {m['overlap']} --seed {m['seed']}"
+    b = wf["blast"]
+    return (f"--db-bp {b['db_bp']} --contig-bp {b['contig_bp']} --fragments {b['fragments']} --queries {b['queries']}"
+            f" --seqs-per-query {b['seqs_per_query']} --query-bp {b['query_bp']}"
+            f" --mutation-rate {b['mutation_rate']} --seed {b['seed']}")
 
 
 def system_kind(net: dict) -> str:
