@@ -63,7 +63,7 @@ def experiment_rule(
     run_config  --config: a function of the wildcards (the part of the run section the job depends on, so
               a change elsewhere does not re-run it); default the study's whole run section (run_json)
     output    the job's one raw file at another path than the declaration's (a kick under kick/): every
-              job field in ``fixed``; nothing is expected or benchmarked (give matrix=[])
+              job field in ``fixed``, its log log/<rule>.log; give matrix=[] (nothing expected)
     status    a path pattern of the job fields: the run's failure is a result (memfs's memory limit); the
               job's output is this file holding the run's exit status, the raw file (or its failure
               record, cleared before the run with the raw file) is what the experiment recorded

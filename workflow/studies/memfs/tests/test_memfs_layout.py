@@ -37,13 +37,13 @@ def test_a_stale_expected_list_fails_the_envelope_aggregate(tmp_path):
     assert rc != 0 and not (tmp_path / "measurements.csv").exists()
     assert f"missing from the list ({len(expected) - 9})" in err
     assert all(p in err for p in expected[9:])
-    rc, err = _analyze(tmp_path, [*expected, P.PATTERNS["limit"].format(network="1GbE", n=64, rep=0)], cfg)
+    rc, err = _analyze(tmp_path, [*expected, P.raw_path("limit", network="1GbE", nodes=64, rep=0)], cfg)
     assert rc != 0 and "not expected by the config (1)" in err and "network~1GbE/nodes~64" in err
 
 
 def test_a_stray_raw_file_fails_the_envelope_aggregate(tmp_path):
     cfg = memfs_cfg()
-    stray = P.PATTERNS["limit"].format(network="1GbE", n=64, rep=0)
+    stray = P.raw_path("limit", network="1GbE", nodes=64, rep=0)
     (tmp_path / stray).parent.mkdir(parents=True)
     (tmp_path / stray).write_text("{}")
     rc, err = _analyze(tmp_path, P.expected_raw(cfg), cfg)
@@ -61,3 +61,21 @@ def test_check_expected_accepts_the_layout_and_missing_raw_files(tmp_path):
         P.check_expected(exp[:3], exp, "workflows", root=str(tmp_path))
     with pytest.raises(P.ExpectedMismatch, match="repeats paths"):
         P.check_expected([*exp, exp[0]], exp, "workflows", root=str(tmp_path))
+
+
+def test_every_raw_path_is_the_declarations():
+    """A raw path is spelled once (declaration.py): the layout's expected files, kick paths and workflow files
+    are the declared experiments' paths of their own fields."""
+    from repro import paramspace
+
+    from studies.memfs.declaration import STUDY
+
+    cfg = memfs_cfg()
+    wf = {"applications": ["montage", "blast"], "designs": ["memfs"], "repeats": 1,
+          "sweeps": {"v": {"nodes": [2], "tasks_per_node": [1, 4]}}}
+    paths = [(p.split("/")[3], p) for p in P.expected_raw(cfg) + P.kick_paths(cfg)]
+    paths += [("workflow", p) for p in P.workflow_expected_raw(wf)]
+    assert {e for e, _ in paths} == {"envelope", "metadata", "stripe", "threads", "limit", "workflow"}
+    for exp, p in paths:
+        assert p == STUDY.raw_path(exp, **paramspace.parse_path(p)), p
+    assert len(P.workflow_expected_raw(wf)) == 4 and P.workflow_matrix({**wf, "enabled": False}) == []

@@ -1,5 +1,5 @@
-"""The five run rules are made by one function (rules.smk: _memfs_run_rule): each job must run its
-own experiment. Snakemake evaluates a rule's shell expression again when the job runs; a bare loop
+"""The run rules are the engine's experiment_rule, one call per experiment of the declaration (rules.smk):
+each job must run its own experiment. Snakemake evaluates a rule's shell expression again when the job runs; a bare loop
 made every job run the last experiment (run.py limit) while `snakemake -n` printed the right
 commands. Here every kick job really runs, with a `python3` on PATH that only writes its arguments
 to the job's --out file, and each file must name its own experiment."""
@@ -20,10 +20,12 @@ mkdir -p "$(dirname "$out")" && printf '%s\\n' "$*" > "$out"
 """
 
 
-def run_shimmed(tmp_path, shim_text, *args, overlay=""):
-    """snakemake ARGS in a copy of the repository with `shim_text` as the python3 on PATH; the copy."""
-    work = tmp_path / "repo"
-    copy_repo(work)
+def run_shimmed(tmp_path, shim_text, *args, overlay="", reuse=None):
+    """snakemake ARGS in a copy of the repository (``reuse``: one made already) with `shim_text` as the
+    python3 on PATH; the copy."""
+    work = reuse or tmp_path / "repo"
+    if reuse is None:
+        copy_repo(work)
     shim = tmp_path / "bin"
     shim.mkdir()
     (shim / "python3").write_text(shim_text)
@@ -87,8 +89,33 @@ def test_each_analysis_job_runs_its_own_module(tmp_path):
         args = (work / path).read_text().split()
         assert args[:2] == ["-m", f"studies.memfs.{module}"], (path, args[:4])
         assert "--config" in args, (path, args[:4])
-    # the benchmark files the report sums (study.smk) are the ones these jobs wrote
+    # the benchmark files the report sums (collected by the engine) are the ones these jobs wrote
     for name in ("aggregate", "figure2_3_design", "figure2_4_bandwidth", "figure2_5_throughput", "figure2_6_metadata",
                  "wf_tidy", "wf_table23", "wf_figure2_7_vertical", "wf_figure2_8_horizontal", "wf_figure2_9_memory",
                  "wf_claims"):
         assert (work / f"results/memfs/benchmarks/memfs_{name}.tsv").exists(), name
+
+
+EXIT3_SHIM = SHIM.replace("mkdir -p", "[ -n \"$out\" ] || exit 0; mkdir -p").rstrip("\n") + "\nexit 3\n"
+
+
+def test_a_memory_limit_run_that_fails_is_its_result(tmp_path):
+    """memfs_wf_memlimit_run (experiment_rule's status form): the run's exit status is the job's output, the
+    run gets the declared raw path as --out, and an earlier run's raw file and failure record are gone first."""
+    from studies.memfs.declaration import STUDY
+
+    raw = STUDY.raw_path("memlimit", design="memfs", memcached_mb=18, rep=0)
+    status = layout.MEMLIMIT_STATUS.format(design="memfs", memcached_mb=18)
+    work = tmp_path / "repo"
+    copy_repo(work)
+    failed = work / raw.replace("/raw/", "/failed/", 1)
+    for stale in (work / raw, failed, work / "results/memfs/wf_inputs/montage/manifest.json"):
+        stale.parent.mkdir(parents=True, exist_ok=True)
+        stale.write_text("{}")
+    run_shimmed(tmp_path, EXIT3_SHIM, status, reuse=work)
+    assert (work / status).read_text().strip() == "3"
+    assert not failed.exists()
+    text = (work / raw).read_text()  # written by this run (the shim), not the stale one
+    assert text.split()[:3] == ["-m", "studies.memfs.wf_memlimit_run", "workflow_montage"], text[:200]
+    params = json.loads(text.split(" --params ", 1)[1].split(" --rep ", 1)[0])
+    assert params == {"design": "memfs", "memcached_mb": 18, "workflow": "montage", "nodes": 2, "tasks_per_node": 1}
