@@ -1,9 +1,8 @@
-"""The MemFS study's parameter space and raw-file paths (paper 004, Section 2.4.1): which
-configurations the config asks for, where each run's raw file goes, and the system_kind of a
-network. The rules (rules.smk), the analysis and the tests all use this one expansion.
-
-Workflows (Section 2.4.2) have their own small expansion here too (``workflow_expected_raw``,
-given the ``memfs.workflows`` section); workflows.smk's rules use it.
+"""What the configuration decides for the MemFS study (paper 004): each experiment's matrix (which
+configurations the config asks for), its raw files (the declaration's paths: ``raw_path``), the part of
+the run section an envelope job is given, the stand-ins, the kick paths, the site check's interfaces
+and the system_kind of a network. The rules (rules.smk), the analysis and the tests all use this one
+expansion; the workflows' (Section 2.4.2) is given the ``memfs.workflows`` section.
 
 Every aggregate (analyze.py, wf_tidy.py) re-derives its expected raw files from the config
 section it receives and checks the list file it is given against it (``check_expected``):

@@ -9,7 +9,7 @@ The run contract (repro.runner), one experiment per workflow (the name its recor
         --input manifest=results/memfs/wf_inputs/<workflow>/manifest.json [--input image=SIF]
 
 CFG (JSON) is the part of memfs.workflows a run reads: launcher, network, memfs_opts, memcached_mb,
-task_timeout_s (workflows.smk: mwf_job_cfg). --params are the record's params as they are; a
+task_timeout_s (rules.smk: MWF_JOB_KEYS). --params are the record's params as they are; a
 "memcached_mb" there (montage-memlimit, wf_memlimit_run.py) overrides the config's and is not one of
 the record's params. The inputs are the generator's directory (the manifest's); image: the Apptainer
 image the agents run commands in (none: this host's tools). Scratch directories go under $TMPDIR.
