@@ -346,7 +346,7 @@ def run_side(root: Path, src: Path, study: str, configfiles: list[Path], overlay
                          "--rerun-incomplete"], configs, timeout)
     text = r.stdout + r.stderr
     ran = re.findall(r"^(?:local)?rule (\S+):$", text, re.M)
-    res.update({"ok": r.returncode == 0, "rc": r.returncode, "ran": len(ran),
+    res.update({"ok": r.returncode == 0, "rc": r.returncode, "ran": len(ran), "ran_rules": sorted(set(ran)),
                 "seconds": round(time.monotonic() - t0, 1)})
     if r.returncode != 0:
         res["error"] = text[-3000:]
