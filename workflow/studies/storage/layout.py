@@ -16,11 +16,12 @@ benchmark runs against it, the stack goes down. Everything takes the study's con
 from __future__ import annotations
 
 from repro import paramspace
+from studies.storage.declaration import STACKS  # noqa: F401 (the layout's name, declared once)
+from studies.storage.declaration import STUDY as DECLARATION
 
 STUDY = "storage"
 RAW_DIR = "results/storage/raw"
 DIMS = ("stack", "benchmark", "size", "workers")
-STACKS = ("ceph", "lustre-minio", "juicefs")
 BENCHMARKS = ("cosbench", "mdtest")
 LIMITS = ("fio", "ceiling")
 LABELS = {"ceph": "Ceph", "lustre-minio": "Lustre+MinIO", "juicefs": "JuiceFS+MinIO"}
@@ -45,12 +46,14 @@ def configurations(cfg: dict, stack: str, benchmark: str) -> list[dict]:
 
 
 def raw_path(stack: str, benchmark: str, size: str, workers, rep, raw_dir: str = RAW_DIR) -> str:
-    p = paramspace.param_path({"stack": stack, "benchmark": benchmark, "size": size, "workers": workers})
-    return f"{raw_dir}/{p}/rep~{rep}.json"
+    """One stack run's raw file (the declaration's experiment spells the path), under ``raw_dir``."""
+    p = DECLARATION.raw_path(benchmark, stack=stack, size=size, workers=workers, rep=rep)
+    return raw_dir + p[len(RAW_DIR):]
 
 
 def limit_path(limit: str, rep, raw_dir: str = RAW_DIR) -> str:
-    return f"{raw_dir}/limit~{limit}/rep~{rep}.json"
+    p = DECLARATION.raw_path("limit", limit=limit, rep=rep)
+    return raw_dir + p[len(RAW_DIR):]
 
 
 def tool_dir(raw: str) -> str:
@@ -129,3 +132,32 @@ def system_kind_of_path(cfg: dict):
 def experiment_of(path: str) -> str:
     p = paramspace.parse_path(path)
     return p.get("benchmark") or f"limit-{p.get('limit')}"
+
+
+def stand_ins(cfg: dict, launcher: str, single_host: bool) -> list[str]:
+    """What stands in for the paper's systems in this configuration (the report's rows)."""
+    not_run = lustre_not_run(cfg, launcher)
+    out = []
+    if not cfg["paths"].get("lustre_dir") and not not_run:
+        out.append("Lustre+MinIO: MinIO (the real server, pinned build) serving a POSIX directory on this "
+                   "machine's disk, and mdtest on a POSIX directory, stand in for MinIO on Lustre and for "
+                   "Lustre itself (no Lustre can exist here); rows say "
+                   f"'{STAND_IN_LUSTRE_MINIO}' / '{STAND_IN_LUSTRE_DIR}'")
+    if not_run:
+        out.append(f"Lustre+MinIO and mdtest on Lustre: {not_run}")
+    out.append("COSBench: tools/cosbench's cosbench-driver runs the generated COSBench 0.4.2 workload XMLs "
+               "and writes COSBench's CSV columns (COSBench itself cannot be fetched here); its own ceiling "
+               "against an in-memory S3 endpoint is measured in the same run")
+    out.append("mdtest: tools/mdtest's mdbench (mdtest-compatible: create/stat/read/remove of files and, "
+               "with --dirs, create/stat/read/rename/remove of directories; no file rename, and a directory "
+               "read row mdtest 4 lacks) where the real mdtest is not on PATH")
+    if single_host:
+        out.append("nodes: every stack runs on this one host (127.0.0.1), Ceph with "
+                   f"{cfg['ceph']['osds']} OSD(s) on a sparse file; the driver shares the same cores")
+    return out
+
+
+def kick(cfg: dict, launcher: str) -> list[str]:
+    """The kick-the-tires job's raw files: the kick stack (or the first that runs), cosbench, one repeat."""
+    run = stacks_run(cfg, launcher)
+    return job_outputs(cfg, cfg["kick"]["stack"] if cfg["kick"]["stack"] in run else run[0], "cosbench", 0)

@@ -1,8 +1,55 @@
-# Paper 002 (storage): the rules. The study's declaration (paths, report entry, helpers) is
-# study.smk; the Snakefile includes this file, which includes it.
+# Paper 002 (storage for HPC over cloud), Sec. 4: Ceph, Lustre+MinIO and JuiceFS+MinIO+Redis under
+# COSBench object workloads (Figs. 4-5) and mdtest-hard (Table 5, Fig. 6), with the limits measured in
+# the same run. What the study is and writes: declaration.py (the experiments' raw paths too); what the
+# configuration decides: layout.py; README.md: how to run it, at which scale.
+
+from studies.storage import declaration as st_declaration
+from studies.storage import layout as st_layout
+
+ST = config["storage"]
+ST_STUDY = st_declaration.STUDY
+ST_PUBLISHED = f"{STUDIES}/storage/published.csv"
+ST_OUT = {k: ST_STUDY.out(k) for k in ST_STUDY.outputs}
+ST_IMAGES = {"ceph": "ceph", "lustre-minio": "minio", "juicefs": "juicefs"}
+ST_LAYER = {
+    "cosbench": "cosbench" if ST["cosbench"]["tool"] == "cosbench" else None,
+    "mdtest": {"layered": "mdtest", "mdbench": "mdbench"}.get(ST["mdtest"]["container"]),
+}
 
 
-include: "study.smk"
+def st_image(stack, bench):
+    """The image a stack x benchmark job runs in: the stack's, or its layered variant."""
+    layer = ST_LAYER[bench] if in_image(ST_IMAGES[stack]) else None
+    return f"{ST_IMAGES[stack]}-{layer}" if layer else ST_IMAGES[stack]
+
+
+def st_system_inputs(bench):
+    """The host's builds a job needs: cosbench-driver (a static tool the driver runs on the host)
+    whenever the real COSBench is not the tool, both tools where the side runs from the host's build.
+    The image, where there is one, is the job's named input `image` (--input image=SIF)."""
+
+    def inputs(wc):
+        files = []
+        if bench == "cosbench" and ST["cosbench"]["tool"] != "cosbench":
+            files.append("tools/cosbench/build/cosbench-driver")
+        if not in_image(st_image(wc.stack, bench)):
+            files += ["tools/cosbench/build/cosbench-driver", "tools/mdtest/build/mdbench"]
+        return list(dict.fromkeys(files))
+
+    return inputs
+
+
+def st_image_input(bench):
+    """The job's image (its named input `image`: --input image=SIF), where the side runs from one."""
+    return lambda wc: system_image_input(st_image(wc.stack, bench))
+
+
+register_study(
+    ST_STUDY,
+    images=sorted({st_image(s, b) for s in st_layout.stacks_run(ST, LAUNCHER) for b in st_layout.BENCHMARKS} | {"minio"}),
+    kick=st_layout.kick(ST, LAUNCHER),
+    stand_ins=st_layout.stand_ins(ST, LAUNCHER, config["cluster"]["single_host"]),
+)
 
 
 rule storage_build_driver:
@@ -62,65 +109,16 @@ rule storage_layer_image:
 ruleorder: storage_layer_image > build_container
 
 
-def st_run_rule(name, doc, *, experiment, params_json, system, output, log, benchmark, wildcards, resources, image,
-                mpi_env=False):
-    """One run rule, the run contract (repro.runner): `python3 -m studies.storage.run <experiment> --config
-    <run section> --params <params, JSON with wildcards> --rep R --out {output} [--input image=SIF]`,
-    after the MPI environment where the job launches MPI ranks. The driver runs on the host (it needs
-    Slurm's client); with an image the stack's commands run in it (run.py's ImageSide). Made in a
-    function (a rule's shell expression is evaluated again when its job runs)."""
-    rule:
-        name:
-            name
-        input:
-            system,
-            code=study_code("storage", "run", "layout"),
-        output:
-            output,
-        log:
-            log,
-        benchmark:
-            benchmark
-        wildcard_constraints:
-            **wildcards,
-            rep=r"[0-9]+",
-        resources:
-            **resources,
-        params:
-            image=image,
-            cfg=lambda wc: run_json("storage"),
-            mpi_env=MPI_ENV,
-            launcher_kind=LAUNCHER,
-        shell:
-            "(" + ("{params.mpi_env}; " if mpi_env else "") + "python3 -m studies.storage.run " + experiment
-            + " --config {params.cfg} --params '" + params_json + "' --rep {wildcards.rep} --out {output}{params.image})"
-            " > {log} 2>&1"
-
-    workflow.get_rule(name).docstring = doc
-
-
-def st_image_arg(name):
-    """` --input image=SIF` where the side runs from its image, else nothing (the host's build)."""
-    return f" --input image={sif(name)}" if in_image(name) else ""
-
-
-def st_stack_image(bench):
-    return lambda wc: st_image_arg(st_image(wc.stack, bench))
-
-
-# one rule per benchmark: the outputs of a job are every (size, workers) of that benchmark
+# One job = one stack x benchmark x repeat (the driver on the host: it needs Slurm's client; with an
+# image the stack's commands run in it, run.py's ImageSide), and the limits (the engine's experiment_rule).
 for _st_bench in st_layout.BENCHMARKS:
-    st_run_rule(
-        f"storage_{_st_bench}_run",
-        f"One stack x repeat: the stack up, every {_st_bench} configuration against it, the stack down.",
-        experiment=_st_bench,
-        params_json='{{"stack":"{wildcards.stack}","launcher":"{params.launcher_kind}"}}',
-        system=st_system_inputs(_st_bench), output=st_layout.job_output_patterns(ST, _st_bench),
-        log=f"results/storage/log/run/stack~{{stack}}/benchmark~{_st_bench}/rep~{{rep}}.log",
-        benchmark=st_bench(f"storage_{_st_bench}_run", stack="{stack}", rep="{rep}"),
-        wildcards={"stack": "|".join(st_layout.STACKS)},
-        resources=n_plus_1_resources(ST_NODES, runtime=ST["runtime_minutes"]),
-        image=st_stack_image(_st_bench), mpi_env=True,
+    experiment_rule(
+        ST_STUDY, _st_bench, matrix=[j for j in st_layout.jobs(ST, LAUNCHER) if j["benchmark"] == _st_bench],
+        each={k: list(dict.fromkeys(c[k] for c in st_layout.configurations(ST, "-", _st_bench))) for k in ("size", "workers")},
+        input=st_system_inputs(_st_bench),
+        inputs={"image": st_image_input(_st_bench)},
+        resources=n_plus_1_resources(ST["nodes"][0], runtime=ST["runtime_minutes"]), mpi_env=True,
+        params=lambda wc: {"launcher": LAUNCHER},
     )
 
 
@@ -138,15 +136,10 @@ def st_limit_resources():
     return res
 
 
-st_run_rule(
-    "storage_limit_run",
-    "The limits, same run: fio on the directory the stacks sit on; the driver's own ceiling.",
-    experiment="limit-{wildcards.limit}", params_json='{{"launcher":"{params.launcher_kind}"}}',
-    system=["tools/cosbench/build/cosbench-driver", *system_image_input("minio")],
-    output=st_layout.limit_path("{limit}", "{rep}"),
-    log="results/storage/log/run/limit~{limit}/rep~{rep}.log",
-    benchmark=st_bench("storage_limit_run", limit="{limit}", rep="{rep}"),
-    wildcards={"limit": "|".join(st_layout.LIMITS)}, resources=st_limit_resources(), image=st_image_arg("minio"),
+experiment_rule(
+    ST_STUDY, "limit", matrix=[{"limit": l, "rep": r} for r in range(ST["repeats"]) for l in st_layout.LIMITS],
+    input=["tools/cosbench/build/cosbench-driver"], inputs={"image": system_image_input("minio")},
+    resources=st_limit_resources(), params=lambda wc: {"launcher": LAUNCHER},
 )
 
 
@@ -156,23 +149,22 @@ st_run_rule(
 ST_READS = {"measurements": ST_OUT["measurements"], "published": ST_PUBLISHED}
 ST_PUBLISHED_ARGS = "--measurements {input.measurements} --published {input.published}"
 analysis_rule(
-    "storage", "storage_aggregate", script="aggregate", lib=("layout",), raw=st_raw_inputs,
+    "storage", "storage_aggregate", script="aggregate", lib=("layout",), raw=experiment_raw(ST_STUDY),
     output={k: ST_OUT[k] for k in ("measurements", "summary", "limits")},
     args="--measurements {output.measurements} --summary {output.summary} --limits {output.limits}"
     f" --launcher {LAUNCHER}",
 )
-# Figures 4-6 and Table 5: one rule per kind, its {name} the script; each reads the tidy table and the
-# published values, writes the data it draws (tables/{name}.csv) and a figure its .png
-ST_BY_NAME = {  # rule: (scripts, the other modules they import, outputs, output arguments)
-    "storage_figure": (ST_FIGURES, ("analysis", "layout", "cosfig"),
-                       {"table": ST_STUDY.table("{name}"), "figure": ST_STUDY.figure("{name}")},
-                       " --table {output.table} --out {output.figure}"),
-    "storage_table": (ST_TABLES, ("analysis", "layout"), {"table": ST_STUDY.table("{name}")},
-                      " --out {output.table}"),
-}
-for _st_rule, (_st_names, _st_lib, _st_out, _st_args) in ST_BY_NAME.items():
-    analysis_rule("storage", _st_rule, script="{name}", names=_st_names, lib=_st_lib, inputs=ST_READS,
-                  output=_st_out, args=ST_PUBLISHED_ARGS + _st_args)
+# Figures 4-6 and Table 5: each reads the tidy table and the published values, writes the data it
+# draws (tables/{name}.csv) and a figure its .png
+analysis_rule(
+    "storage", "storage_figure", script="{name}", names=tuple(ST_STUDY.figures), lib=("analysis", "layout", "cosfig"),
+    inputs=ST_READS, output={"table": ST_STUDY.table("{name}"), "figure": ST_STUDY.figure("{name}")},
+    args=ST_PUBLISHED_ARGS + " --table {output.table} --out {output.figure}",
+)
+analysis_rule(
+    "storage", "storage_table", script="{name}", names=tuple(ST_STUDY.tables), lib=("analysis", "layout"),
+    inputs=ST_READS, output={"table": ST_STUDY.table("{name}")}, args=ST_PUBLISHED_ARGS + " --out {output.table}",
+)
 analysis_rule(
     "storage", "storage_claims", script="claims", lib=("analysis", "layout", "declaration"),
     inputs={"measurements": ST_OUT["measurements"], "limits": ST_OUT["limits"], "published": ST_PUBLISHED},

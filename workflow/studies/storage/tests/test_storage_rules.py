@@ -110,7 +110,9 @@ def check_run_contract(cmd: str) -> str:
     carries). Returns the experiment."""
     from studies.storage import run
 
-    argv = shlex.split(cmd.split("-m studies.storage.run ", 1)[1].rsplit(") > ", 1)[0])
+    argv = shlex.split(cmd.split("-m studies.storage.run ", 1)[1])
+    argv = argv[: argv.index(">")] if ">" in argv else argv  # the job's log redirection
+    argv[-1] = argv[-1].rstrip(")")
     a = run.RUN.parser().parse_args(argv)
     cfg, params = _config_of(cmd), json.loads(a.params)
     assert a.experiment in run.RUN.names and params["launcher"] == "slurm", argv[:1] + argv[3:6]
@@ -148,7 +150,7 @@ def test_a_plan_only_key_changes_no_run_command(snake, workspace):
 
 @pytest.mark.slow
 def test_each_run_rule_runs_its_own_command(snake, workspace):
-    """storage_cosbench_run and storage_mdtest_run are made by st_run_rule in a loop over the benchmarks:
+    """storage_cosbench_run and storage_mdtest_run are made by experiment_rule in a loop over the benchmarks:
     a real job of each (and of storage_limit_run) runs its own benchmark -- a rule made in a bare loop
     would run the last one (mdtest) for both. Tiny: the Lustre+MinIO stand-in, one configuration each."""
     for tool in ("tools/cosbench/build/cosbench-driver", "tools/mdtest/build/mdbench"):
@@ -169,5 +171,5 @@ def test_each_run_rule_runs_its_own_command(snake, workspace):
         assert rec["status"] == "ok", (what, rec.get("failure"))
         assert rec["experiment"] == (what if what in layout.BENCHMARKS else f"limit-{what}"), (what, rec["experiment"])
     for b in layout.BENCHMARKS:
-        assert (workspace / f"results/storage/log/run/stack~lustre-minio/benchmark~{b}/rep~0.log").exists()
+        assert (workspace / f"results/storage/log/{b}/stack~lustre-minio/rep~0.log").exists()
         assert (workspace / f"results/storage/benchmarks/storage_{b}_run/stack~lustre-minio,rep~0.tsv").exists()
