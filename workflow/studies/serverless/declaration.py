@@ -1,7 +1,7 @@
 """The serverless study, declared once (repro.study): what it is, what it writes, how long it takes.
 
-What only the configuration knows stays in study.smk: the stand-ins (mode standin), the kick job,
-the benchmark files of the runs the configuration asks for."""
+Its experiments spell the raw paths. What only the configuration knows is in layout.py and rules.smk:
+the stand-ins (mode standin), the kick job, the runs the configuration asks for."""
 
 from repro.study import AGGREGATE_OUTPUTS, Experiment, Study
 
