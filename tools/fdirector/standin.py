@@ -172,7 +172,13 @@ class LocalPlatform(_Managed):
     def start(self) -> LocalPlatform:
         _spawn(self, self.launch + self.argv, self.log, self.state_dir / "ready",
                f"faas-standin up --kind {self.kind}", 180 if self.launch else 30)
-        self.base_url = (self.state_dir / "endpoint").read_text().strip()
+        try:
+            self.base_url = (self.state_dir / "endpoint").read_text().strip()
+        except FileNotFoundError:
+            why = (f"faas-standin up --kind {self.kind} said ready but wrote no endpoint file; "
+                   + _log_tail(self.log))
+            self.stop()
+            raise StandInError(why) from None
         return self
 
     def status(self) -> dict:

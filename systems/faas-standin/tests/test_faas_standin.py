@@ -207,3 +207,20 @@ def test_instances_spread_over_the_instance_hosts_and_report_where_they_run(tmp_
     with pytest.raises(standin.StandInError):
         standin.LocalPlatform("nuclio-go", "reverse-go", 1, state_dir=tmp_path / "bad", instance_hosts=without).start()
     assert "no listen address" in (tmp_path / "bad" / "standin.log").read_text()
+
+
+def test_a_front_that_cannot_listen_is_never_ready(tmp_path):
+    """The front cannot bind (an address this host does not have): the supervisor fails at once, naming
+    the listen error, and never writes its ready file -- before, it wrote "ready" after waiting 2 s for
+    an endpoint file that never came, so a caller polling for ready read a missing endpoint
+    (FileNotFoundError instead of the start's failure, seen at load)."""
+    state = tmp_path / "st"
+    argv = [str(BIN), "up", "--kind", "nuclio-go", "--state-dir", str(state), "--listen", "203.0.113.7:0"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    saw_ready = False
+    while proc.poll() is None:
+        saw_ready = saw_ready or (state / "ready").exists()
+        time.sleep(0.002)
+    out = proc.stdout.read()
+    assert proc.returncode != 0 and "cannot assign requested address" in out, out
+    assert not saw_ready and not (state / "ready").exists(), out

@@ -439,10 +439,20 @@ func cmdUp(args []string) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- serve(mux, *listen, filepath.Join(*stateDir, "endpoint")) }()
-	// ready once the endpoint file exists
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(filepath.Join(*stateDir, "endpoint")); err == nil {
+	// ready once the endpoint file exists; a front that cannot listen is an error, never "ready"
+	// (it was written after 2 s whatever happened: a caller then found ready but no endpoint)
+	endpoint := filepath.Join(*stateDir, "endpoint")
+	for i := 0; ; i++ {
+		if _, err := os.Stat(endpoint); err == nil {
 			break
+		}
+		select {
+		case err := <-errc:
+			return fmt.Errorf("front: %w", err)
+		default:
+		}
+		if i == 500 {
+			return fmt.Errorf("front: no endpoint file %s after 10 s", endpoint)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
