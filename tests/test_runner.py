@@ -46,6 +46,25 @@ def _terminated(ctx):
         CLEANED.append(ctx.experiment)
 
 
+@RUN.experiment("inputs")
+def _inputs(ctx):
+    rec = ctx.record()
+    rec["metrics"] = [rawio.metric("inputs", len(ctx.inputs), "count")]
+    rec["extra"] = {"inputs": ctx.inputs}
+    return rec
+
+
+def test_every_input_flag_is_kept(tmp_path):
+    """The engine writes one --input per named input (memfs's workflow runs: manifest and image); with
+    the flag given twice argparse kept only the last (the rehearsal's 36 memfs_wf_run jobs: 'no --input
+    manifest=PATH' whenever the image was an input too)."""
+    for flags in (["--input", "manifest=m.json", "--input", "image=x.sif"],
+                  ["--input", "manifest=m.json", "image=x.sif"]):
+        out = tmp_path / f"raw/n~{len(flags)}/rep~0.json"
+        assert RUN.main(["inputs", "--config", "{}", "--out", str(out), *flags]) == 0
+        assert rawio.read(out)["extra"]["inputs"] == {"manifest": "m.json", "image": "x.sif"}
+
+
 def _argv(exp, out, **params):
     return [exp, "--config", json.dumps({"scale": 2}), "--params", json.dumps(params or {"x": 3}),
             "--rep", "1", "--out", str(out)]

@@ -212,9 +212,10 @@ class Experiments:
         ap.add_argument("--params", default="{}", help="this run's parameters: a JSON object")
         ap.add_argument("--rep", type=int, default=0)
         ap.add_argument("--out", nargs="+", help="the raw file(s) this run writes")
-        ap.add_argument("--input", nargs="+", default=[], metavar="NAME=PATH",
+        # action="extend": the flag given twice (--input a=X --input b=Y, as the engine writes it) keeps both
+        ap.add_argument("--input", nargs="+", action="extend", default=[], metavar="NAME=PATH",
                         help="the job's input files by name (ctx.inputs)")
-        ap.add_argument("--uses", nargs="+", default=[], metavar="STUDY=JSON",
+        ap.add_argument("--uses", nargs="+", action="extend", default=[], metavar="STUDY=JSON",
                         help="the run section (JSON, or @file) of a study whose systems this one runs (ctx.uses)")
         ap.add_argument("--tag", default="", help="a name unique to this job, the same in all its processes "
                         "(MPI ranks, the --after step): its scratch directories (ctx.tag)")
