@@ -88,6 +88,16 @@ def test_toy_study_from_the_list_runs_on_the_local_profile(workspace, snake):
         assert rec["host"] == socket.gethostname() and rec["extra"]["slurm_job_id"] == ""
     page = (workspace / "paper/toy.html").read_text()
     assert "A larger input hashes more bytes, in proportion" in page and "reproduced" in page
+    # the claim can go the other way: the same claims rule on a tidy table in which the larger size
+    # hashed no more bytes than the smaller one says so
+    tidy = workspace / "results/toy/measurements.csv"
+    df = pd.read_csv(tidy)
+    df.loc[(df["metric"] == "bytes_hashed") & (df["size"] == max(SIZES)), "value"] = float(min(SIZES) << 20)
+    df.to_csv(tidy, index=False)
+    snake("results/toy/claims.csv", "--profile", "profiles/local", "--configfile", "config/local.yaml", overlay,
+          "--allowed-rules", "toy_claims", "--forcerun", "toy_claims", timeout=200)
+    c = pd.read_csv(workspace / "results/toy/claims.csv", dtype=str, keep_default_na=False).iloc[0]
+    assert c["verdict"] == "not reproduced", dict(c)
     assert 'href="toy.html"' in (workspace / "paper/index.html").read_text()
     # nothing else to edit: in the copy, the study's own tests/ pass, and so do the project's checks
     # that span every study folder (declarations and README rows, targets, boundaries, tolerances)
