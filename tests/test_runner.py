@@ -1,4 +1,5 @@
 """The one run contract (repro.runner): arguments, the recording block, failure records, SIGTERM."""
+import codecs
 import json
 import os
 import signal
@@ -44,6 +45,42 @@ def _terminated(ctx):
         raise AssertionError("SIGTERM did not stop the experiment")
     finally:
         CLEANED.append(ctx.experiment)
+
+
+def _signal_codec(name):
+    """A codec whose encoding is where SIGTERM lands, as the idna codec was in stop 33's CI run."""
+    if name != "repro_test_signal":
+        return None
+
+    def encode(text, errors="strict"):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)
+        return text.encode("ascii"), len(text)
+
+    return codecs.CodecInfo(encode, lambda b, errors="strict": (bytes(b).decode("ascii"), len(b)), name=name)
+
+
+codecs.register(_signal_codec)
+
+
+@RUN.experiment("terminated_in_codec")
+def _terminated_in_codec(ctx):
+    """The CI failure of stop 33: SIGTERM arrived while a host name was encoded; CPython's codec
+    machinery re-raises the handler's exception as "encoding with 'idna' codec failed (Terminated: ...)"."""
+    ctx.record()
+    "host".encode("repro_test_signal")
+    raise AssertionError("SIGTERM did not stop the experiment")
+
+
+@RUN.experiment("terminated_wrapped")
+def _terminated_wrapped(ctx):
+    rec = ctx.record()
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)
+    except Exception as exc:  # an experiment that turns whatever it caught into its own failure
+        raise runner.RunFailed(f"the server did not answer: {exc!r}", rec) from None
+    raise AssertionError("SIGTERM did not stop the experiment")
 
 
 @RUN.experiment("inputs")
@@ -95,6 +132,18 @@ def test_sigterm_runs_the_clean_up_and_records_a_failure(tmp_path):
     assert CLEANED == ["terminated"]
     assert json.loads(rawio.failure_path(out).read_text())["failure"] == "stopped by SIGTERM"
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is given back
+
+
+@pytest.mark.parametrize("exp", ["terminated_in_codec", "terminated_wrapped"])
+def test_a_signal_is_the_reason_whatever_wraps_it(tmp_path, exp):
+    """Code between the handler and the runner may turn Terminated into another exception (the idna
+    codec, an experiment's own except): the record still says the signal stopped the run, in the
+    exact words the --after step recognises, and the job exits 143."""
+    out = tmp_path / "raw/x~3/rep~1.json"
+    assert RUN.main(_argv(exp, out)) == 143
+    rec = json.loads(rawio.failure_path(out).read_text())
+    assert rec["failure"] == "stopped by SIGTERM" and rec["failure_kind"] == "error"
+    assert not out.exists()
 
 
 def test_bad_arguments_fail_naming_what(tmp_path, capsys):

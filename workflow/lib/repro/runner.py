@@ -262,8 +262,12 @@ class Experiments:
         """The recording block around one experiment (see the module's text)."""
         previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
 
+        stopped: list[str] = []  # the signal, kept: code the exception passes through may wrap it
+        # (the idna codec turns an exception raised inside it into a UnicodeError naming it)
+
         def _stop(signum, _frame):
-            raise Terminated(f"{STOPPED_BY}{signal.Signals(signum).name}")
+            stopped.append(f"{STOPPED_BY}{signal.Signals(signum).name}")
+            raise Terminated(stopped[0])
 
         for s in previous:
             signal.signal(s, _stop)
@@ -271,6 +275,26 @@ class Experiments:
         ctx.progress("start " + json.dumps(ctx.params, sort_keys=True))
         try:
             rec = self._fns[ctx.experiment](ctx)
+        except Exception as exc:  # noqa: BLE001 -- re-raised below unless a signal stopped the run
+            if not stopped or isinstance(exc, Refused):
+                return self._settle_exception(ctx, exc)
+            if not isinstance(exc, Terminated):
+                traceback.print_exc()  # what the signal interrupted, for the log
+            records = (exc.records or ({p: exc.record for p in ctx.outs} if exc.record else None)
+                       if isinstance(exc, RunFailed) else None)
+            return self._failed(ctx, ctx._record, stopped[0], rc=143, records=records, kind="error")
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+        if rec is None:
+            ctx.progress("done (nothing to record here)")
+            return 0
+        return self._record_result(ctx, rec)
+
+    def _settle_exception(self, ctx: Context, exc: Exception) -> int:
+        """The experiment raised (no signal stopped it): its failure records, or a refusal."""
+        try:
+            raise exc
         except RunFailed as exc:
             records = exc.records or ({p: exc.record for p in ctx.outs} if exc.record else None)
             return self._failed(ctx, ctx._record, exc.why, records=records, kind=exc.kind, proc_rc=exc.rc)
@@ -288,12 +312,9 @@ class Experiments:
             why = f"{type(exc).__name__}: {exc}"
             kind = rawio.classify(why)
             return self._failed(ctx, ctx._record, why, kind=kind if kind != "error" else "crash")
-        finally:
-            for s, h in previous.items():
-                signal.signal(s, h)
-        if rec is None:
-            ctx.progress("done (nothing to record here)")
-            return 0
+
+    def _record_result(self, ctx: Context, rec) -> int:
+        """What the experiment returned, written: one record per raw file; a missing one fails the job."""
         if not isinstance(rec, dict) or "schema" in rec or ctx.experiment in self._own:  # the one raw file
             try:
                 rec = {ctx.out: rec}
