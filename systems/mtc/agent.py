@@ -42,7 +42,7 @@ from pathlib import Path
 # run as `python3 -m systems.mtc.agent` by the launcher, with the launcher's PYTHONPATH (the
 # project's Python path, workflow/pythonpath.txt), which srun and nsenter pass on
 from systems.mtc import mcproto, netns
-from tools.common import free_port
+from tools.common import free_port, port_taken_by_another
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -165,13 +165,20 @@ class Agent:
             while time.time() < deadline and proc.poll() is None:
                 try:
                     socket.create_connection((self.ip, self.mc_port), 0.2).close()
-                    self.mc = proc
-                    log(f"memcached pid {proc.pid} on {self.ip}:{self.mc_port} "
-                        f"(-m {self.a.mem_mb} -I {self.a.item_size})")
-                    return
                 except OSError:
                     time.sleep(0.02)
-            proc.kill()
+                    continue
+                # another job's memcached on a port taken since free_port(): never use it as ours
+                why = port_taken_by_another(self.ip, self.mc_port, proc)
+                if why:
+                    log(f"memcached on {self.ip}:{self.mc_port} not ours: {why}; another port")
+                    break
+                self.mc = proc
+                log(f"memcached pid {proc.pid} on {self.ip}:{self.mc_port} "
+                    f"(-m {self.a.mem_mb} -I {self.a.item_size})")
+                return
+            if proc.poll() is None:
+                proc.kill()
             proc.wait()
             self.mc_port = self._free_port()
         try:

@@ -11,3 +11,73 @@ def test_free_port_can_be_bound_and_a_bound_one_is_not_returned():
         s.listen()
         assert free_port() != port  # a listening port is never handed out
     assert 1024 <= free_port("") <= 65535
+
+
+def _memcached(port):
+    import os
+    import subprocess
+    import time
+
+    cmd = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", "16"] + (
+        ["-u", "root"] if os.geteuid() == 0 else [])
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    for _ in range(250):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return p
+        except OSError:
+            time.sleep(0.02)
+    p.kill()
+    raise AssertionError("memcached did not start")
+
+
+def test_a_port_another_memcached_took_is_told_apart_from_ours():
+    """The race behind the rehearsal's fusegap EIO (load 36): a job picks a free port, another job's
+    memcached binds it first, ours cannot bind -- and a start that only connects takes the other's
+    server for its own. port_taken_by_another tells them apart by the PID the server reports."""
+    import subprocess
+
+    from tools.common import memcached_pid, port_taken_by_another, started_here
+
+    port = free_port()
+    other = _memcached(port)
+    try:
+        assert memcached_pid("127.0.0.1", port) == other.pid
+        assert port_taken_by_another("127.0.0.1", port, other) == ""  # the one that started it: ours
+        # a process of ours that is still alive but is not that server (ours is still starting)
+        mine = subprocess.Popen(["sleep", "30"])
+        try:
+            why = port_taken_by_another("127.0.0.1", port, mine)
+            assert f"another process (pid {other.pid})" in why
+            assert started_here(other.pid, mine.pid) is False and started_here(mine.pid, mine.pid) is True
+        finally:
+            mine.kill()
+            mine.wait()
+        why = port_taken_by_another("127.0.0.1", port, mine)  # ours exited: it could not bind
+        assert why.startswith("it exited (status")
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_fusegap_never_takes_another_jobs_memcached(monkeypatch):
+    """fusegap's servers: the first port handed out is already served by another memcached; the job
+    starts its own on another port (the old start connected, saw an answer and used the other's)."""
+    from studies.memfs import fusegap
+    from tools.common import memcached_pid, started_here
+
+    port = free_port()
+    other = _memcached(port)
+    ports = iter([port])
+    monkeypatch.setattr(fusegap, "free_port", lambda: next(ports, None) or free_port())
+    try:
+        with fusegap.Services({"memcached": "memcached"}, []) as svc:
+            svc.start_memcached(1, 16)
+            (server,) = svc.servers
+            host, p = server.rsplit(":", 1)
+            assert int(p) != port
+            assert started_here(memcached_pid(host, int(p)), svc.procs[-1].pid) is True
+        assert other.poll() is None  # the other job's server is left alone
+    finally:
+        other.kill()
+        other.wait()

@@ -57,7 +57,7 @@ import time
 from pathlib import Path
 
 from repro import procs, runner  # the project's Python path (workflow/pythonpath.txt)
-from tools.common import free_port
+from tools.common import free_port, port_taken_by_another
 from tools.fuseceiling import ceiling as fc
 from tools.fuseceiling.transports import data_check
 
@@ -175,6 +175,14 @@ class Services:
 
     def start_memcached(self, n: int, mem_mb: int) -> None:
         for _ in range(n):
+            self.servers.append(self._start_one(mem_mb))
+
+    def _start_one(self, mem_mb: int, tries: int = 5) -> str:
+        """One memcached of this job's own: a port that answers is taken only when the server there is
+        the one started here (tools.common.port_taken_by_another); a port another process took between
+        free_port() and the start is tried again with another port, up to ``tries`` times."""
+        taken = []
+        for _ in range(tries):
             port = free_port()
             cmd = [*self.prefix, self.bin["memcached"], "-l", "127.0.0.1", "-p", str(port), "-U", "0",
                    "-m", str(mem_mb), "-I", "2m", "-M", "-t", "2", "-c", "4096"]
@@ -197,7 +205,16 @@ class Services:
                 log.seek(0)
                 raise RuntimeError(f"memcached did not start in 10 s on 127.0.0.1:{port} ({procs.load_text()}): "
                                    + procs.output_tail("", log.read()))
-            self.servers.append(f"127.0.0.1:{port}")
+            why = port_taken_by_another("127.0.0.1", port, p)
+            if not why:
+                return f"127.0.0.1:{port}"
+            taken.append(why)
+            print(f"fusegap: memcached on port {port} not ours: {why}; another port", file=sys.stderr, flush=True)
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        raise RuntimeError(f"memcached: every port tried was taken by another process ({procs.load_text()}): "
+                           + "; ".join(taken))
 
     def __enter__(self):
         return self
