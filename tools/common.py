@@ -64,8 +64,118 @@ def port_taken_by_another(host: str, port: int, proc) -> str:
     if proc.poll() is not None:
         return f"it exited (status {proc.returncode}) while {host}:{port} answered: another process serves there"
     pid = memcached_pid(host, port)
-    if pid is None:
-        return ""  # answers, but not to stats: cannot tell; the caller's own checks follow
+    if pid is None:  # answers, but not to stats: who listens there (served_by_another; '' if not visible)
+        return served_by_another(host, port, proc.pid)
     if started_here(pid, proc.pid) is False:
         return f"{host}:{port} is served by another process (pid {pid}), not the one started (pid {proc.pid})"
+    return "" if proc.poll() is None else f"it exited (status {proc.returncode}) after {host}:{port} answered"
+
+
+def _proc_net_addr(hexaddr: str) -> str:
+    """An address of /proc/net/tcp{,6} ('0100007F', 32 hex digits for IPv6) as text; an IPv4-mapped
+    IPv6 address as its IPv4 form."""
+    import ipaddress
+
+    raw = bytes.fromhex(hexaddr)
+    raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))  # each 32-bit word is host-order
+    ip = ipaddress.ip_address(raw)
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return str(mapped or ip)
+
+
+def listener_inodes(host: str, port: int) -> set[int]:
+    """Inodes of the LISTEN sockets a TCP connect to host:port can reach, from /proc/net/tcp and tcp6:
+    bound to ``host`` itself or to a wildcard address (with a wildcard ``host``, any listener on
+    ``port``). Only this network namespace's sockets are listed: empty for a server in another one."""
+    import socket
+
+    wild = host in ("", "0.0.0.0", "::")
+    if not wild:
+        try:
+            family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+            host = sockaddr[0]
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.bind((host, 0))  # an address of this network namespace; else a connect leaves it
+        except OSError:
+            return set()  # another host's address: its listeners are not in these tables
+    found: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) < 10 or fields[3] != "0A":  # 0A: TCP_LISTEN
+                continue
+            addr, _, hexport = fields[1].partition(":")
+            if int(hexport, 16) != port:
+                continue
+            local = _proc_net_addr(addr)
+            if wild or local in (host, "0.0.0.0", "::"):
+                found.add(int(fields[9]))
+    return found
+
+
+def listener_holders(host: str, port: int) -> dict[int, int | None]:
+    """Each LISTEN socket a connect to host:port can reach (listener_inodes), with the PID of one
+    process that holds it open ({inode: pid}), None where no process this PID namespace sees holds it
+    (a server in an image's own PID namespace). Several sockets: SO_REUSEPORT listeners sharing the port."""
+    import os
+
+    inodes = listener_inodes(host, port)
+    holders: dict[int, int | None] = dict.fromkeys(inodes)
+    if not inodes:
+        return holders
+    wanted = {f"socket:[{i}]": i for i in inodes}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{d}/fd")
+        except OSError:
+            continue  # gone, or not ours to read
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{d}/fd/{fd}")
+            except OSError:
+                continue
+            inode = wanted.get(link)
+            if inode is not None and holders[inode] is None:
+                holders[inode] = int(d)
+        if all(p is not None for p in holders.values()):
+            break
+    return holders
+
+
+def listener_pid(host: str, port: int) -> int | None:
+    """The PID of a process that listens where a connect to host:port lands (the same network
+    namespace), or None when none is visible here."""
+    pids = sorted(p for p in listener_holders(host, port).values() if p is not None)
+    return pids[0] if pids else None
+
+
+def served_by_another(host: str, port: int, root: int) -> str:
+    """'' unless a process other than ``root`` (a PID) and its descendants listens where a connect to
+    host:port lands; else why, naming the port and the other PID. Nothing visible (no listener in this
+    network namespace, or its holder in another PID namespace): '' -- cannot tell, the caller's own
+    checks follow. A listener of ours sharing the port (SO_REUSEPORT) with another's is another's."""
+    for pid in sorted(p for p in listener_holders(host, port).values() if p is not None):
+        if started_here(pid, root) is False:
+            return f"{host}:{port} is served by another process (pid {pid}), not the one started (pid {root})"
+    return ""
+
+
+def listener_taken_by_another(host: str, port: int, proc) -> str:
+    """port_taken_by_another for any daemon (not only memcached): '' when what listens at host:port is
+    ``proc`` (a Popen) or its descendant, else why: ``proc`` exited (its port was taken between
+    free_port() and its bind) or another process listens there (its PID named)."""
+    if proc.poll() is not None:
+        other = listener_pid(host, port)
+        return (f"it exited (status {proc.returncode}) while {host}:{port} answered: another process"
+                + (f" (pid {other})" if other else "") + " serves there")
+    why = served_by_another(host, port, proc.pid)
+    if why:
+        return why
     return "" if proc.poll() is None else f"it exited (status {proc.returncode}) after {host}:{port} answered"

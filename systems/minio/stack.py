@@ -142,8 +142,9 @@ def start_minio(stack: Stack, name: str, data: Path, port: int, creds: dict,
         daemons = [stack.launch_on(h, f"{name}@{h}", argv, env=env, serves=f"{addrs[i]}:{port}")
                    for i, (h, argv) in enumerate(argvs.items())]
     s3 = S3Client(creds["endpoint"], creds["access_key"], creds["secret_key"])
-    for d in daemons:
-        dm.wait_until(f"MinIO at {creds['endpoint']} to answer signed S3 requests", s3.healthy, timeout, d)
+    for d, addr in zip(daemons, addrs):  # signed answers, and from our own server (never another's on its port)
+        dm.wait_until(f"MinIO at {creds['endpoint']} to answer signed S3 requests", s3.healthy, timeout, d,
+                      port=(addr, port))
     return daemons
 
 

@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tools.common import served_by_another
+
 
 class StackError(RuntimeError):
     """A stack could not be brought up or is unhealthy; the message names the daemon."""
@@ -183,6 +185,7 @@ class Daemon:
         self.state, self.name = Path(state), name
         self.pidfile = self.state / "run" / f"{name}.pid"
         self.log = self.state / "log" / f"{name}.log"
+        self.remote = False  # started behind --launcher (start): its processes are no descendants of ours
 
     def read_pid(self) -> tuple[int, str | None] | None:
         try:
@@ -215,6 +218,7 @@ class Daemon:
                 env=env, cwd=cwd, start_new_session=True,
             )
         self.write_pid(proc.pid)
+        self.remote = isinstance(argv, Remote)
         return proc.pid
 
     def write_pid(self, pid: int) -> None:
@@ -301,19 +305,25 @@ def died_because(log: Path) -> str:
 
 
 def wait_until(what: str, check: Callable[[], bool], timeout: float, daemon: Daemon | None = None,
-               interval: float = 0.2) -> None:
-    """Poll `check` until true; fail at once if `daemon` died, or after `timeout` seconds."""
+               interval: float = 0.2, port: tuple[str, int] | None = None) -> None:
+    """Poll `check` until true; fail at once if `daemon` died, or after `timeout` seconds. With `port`
+    (host, port) the daemon serves: an answer there counts only while no other process than `daemon`
+    listens there (port_not_ours), and a failure names the other process."""
     deadline = time.monotonic() + timeout
     while True:
+        other = ""
         with contextlib.suppress(OSError, subprocess.SubprocessError, StackError):
             if check():
-                return
+                other = port_not_ours(daemon, port[1], port[0]) if port and daemon else ""
+                if not other:
+                    return
+        taken = f" -- port {port[0]}:{port[1]} taken by another process: {other}" if other else ""
         if daemon is not None and not daemon.alive():
             why = died_because(daemon.log)
-            raise StackError(f"{daemon.name} died while waiting for {what}" + (f": {why}" if why else ""))
+            raise StackError(f"{daemon.name} died while waiting for {what}" + (f": {why}" if why else "") + taken)
         if time.monotonic() > deadline:
             raise StackError(f"timed out after {timeout:.0f} s waiting for {what}"
-                             + (f" ({daemon.name})" if daemon else ""))
+                             + (f" ({daemon.name})" if daemon else "") + taken)
         time.sleep(interval)
 
 
@@ -323,8 +333,22 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return s.connect_ex((host, port)) == 0
 
 
+def port_not_ours(daemon: Daemon, port: int, host: str = "127.0.0.1") -> str:
+    """'' unless another process than `daemon` (its PID file's process and descendants) listens where a
+    connect to host:port lands (tools.common.served_by_another); else why, naming the port and the PID.
+    '' when it cannot tell: a daemon started behind --launcher (an srun step's process descends from
+    slurmstepd, not from us), one on another host, or its listener in no PID namespace seen here."""
+    pid = daemon.pid()
+    return served_by_another(host, port, pid) if pid and not daemon.remote else ""
+
+
 def wait_port(daemon: Daemon, port: int, timeout: float, host: str = "127.0.0.1") -> None:
-    wait_until(f"{host}:{port} to accept connections", lambda: port_open(port, host), timeout, daemon)
+    """Wait until `daemon` itself accepts connections on host:port: an answer from another process
+    (another job's server bound the port between the caller's free-port check and this daemon's start;
+    ours then fails to bind and exits) is never taken for ours -- the start fails naming the port, the
+    other's PID and the daemon's own last log line."""
+    wait_until(f"{host}:{port} to accept connections", lambda: port_open(port, host), timeout, daemon,
+               port=(host, port))
 
 
 def require_port_free(daemon_name: str, port: int, host: str = "127.0.0.1") -> None:

@@ -81,3 +81,48 @@ def test_fusegap_never_takes_another_jobs_memcached(monkeypatch):
     finally:
         other.kill()
         other.wait()
+
+
+LISTENER = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+s.bind((sys.argv[1], 0))
+s.listen()
+print(s.getsockname()[1], flush=True)
+time.sleep(300)
+"""
+
+
+def test_listener_pid_finds_the_process_that_listens_and_served_by_another_names_it():
+    """The generic listener check (any daemon, not only memcached): the LISTEN socket's inode in
+    /proc/net/tcp{,6}, then the process holding it in /proc/PID/fd. A wildcard IPv6 listener answers
+    127.0.0.1 too; another host's address is not judged from here."""
+    import subprocess
+    import sys
+
+    from tools.common import listener_pid, listener_taken_by_another, port_taken_by_another, served_by_another
+
+    for bind in ("127.0.0.1", "::"):
+        other = subprocess.Popen([sys.executable, "-c", LISTENER, bind], stdout=subprocess.PIPE, text=True)
+        mine = subprocess.Popen(["sleep", "30"])
+        try:
+            port = int(other.stdout.readline())
+            assert listener_pid("127.0.0.1", port) == other.pid
+            assert listener_pid("localhost", port) == other.pid
+            assert served_by_another("127.0.0.1", port, other.pid) == ""  # its own: ours
+            why = served_by_another("127.0.0.1", port, mine.pid)
+            assert why == (f"127.0.0.1:{port} is served by another process (pid {other.pid}), "
+                           f"not the one started (pid {mine.pid})")
+            assert listener_taken_by_another("127.0.0.1", port, mine) == why
+            # memcached's check, on a server that does not speak memcached: the listener decides
+            assert port_taken_by_another("127.0.0.1", port, mine) == why
+            assert served_by_another("192.0.2.1", port, mine.pid) == ""  # TEST-NET: not this host's
+            mine.kill()
+            mine.wait()
+            why = listener_taken_by_another("127.0.0.1", port, mine)
+            assert why.startswith("it exited (status") and f"another process (pid {other.pid}) serves there" in why
+        finally:
+            for p in (other, mine):
+                p.kill()
+                p.wait()
+        assert listener_pid("127.0.0.1", port) is None  # nobody listens now
