@@ -33,27 +33,49 @@ import time
 from pathlib import Path
 
 from systems.mtc import netns  # the shared mount and process helpers (the project's Python path)
-from tools.common import free_port  # the tree's one
+from tools.common import free_port, port_taken_by_another  # the tree's one
 
 HERE = Path(__file__).resolve().parent
 BUILD = Path(os.environ.get("MEMFS_BUILD", HERE.parent / "build"))  # another build: MEMFS_BUILD=dir
 
 
-def start_memcached(mem_mb, item_max):
-    port = free_port()
-    cmd = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", str(mem_mb),
-           "-I", item_max, "-M", "-t", "2", "-c", "4096"]
-    if os.geteuid() == 0:
-        cmd += ["-u", "root"]
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(250):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
+def start_memcached(mem_mb, item_max, tries=5):
+    """One memcached of this run's own: a port that answers counts only when the server there is the
+    one started here (tools.common.port_taken_by_another) -- another job's memcached may bind the port
+    between free_port() and ours, which then exits; another port is tried, up to `tries` times."""
+    taken = []
+    for _ in range(tries):
+        port = free_port()
+        cmd = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", str(mem_mb),
+               "-I", item_max, "-M", "-t", "2", "-c", "4096"]
+        if os.geteuid() == 0:
+            cmd += ["-u", "root"]
+        err = tempfile.TemporaryFile()  # its stderr, for the failure message
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        for _ in range(250):
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                if p.poll() is not None:
+                    err.seek(0)
+                    tail = err.read().decode(errors="replace").strip()[-1000:]
+                    raise RuntimeError(f"memcached exited at start (status {p.returncode}) on 127.0.0.1:{port}: "
+                                       + (tail or "(no output)"))
+                time.sleep(0.02)
+        else:
+            p.kill()
+            p.wait()
+            raise RuntimeError(f"memcached did not answer on 127.0.0.1:{port} within 5 s")
+        why = port_taken_by_another("127.0.0.1", port, p)
+        if not why:
             return p, f"127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.02)
-    p.kill()
-    raise RuntimeError("memcached did not start")
+        taken.append(why)
+        print(f"memcached on port {port} not ours: {why}; another port", file=sys.stderr, flush=True)
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    raise RuntimeError(f"memcached: {tries} ports in a row were taken by other processes: " + "; ".join(taken))
 
 
 is_mounted = netns.in_mountinfo
