@@ -173,8 +173,8 @@ def listener_taken_by_another(host: str, port: int, proc) -> str:
     free_port() and its bind) or another process listens there (its PID named)."""
     if proc.poll() is not None:
         other = listener_pid(host, port)
-        return (f"it exited (status {proc.returncode}) while {host}:{port} answered: another process"
-                + (f" (pid {other})" if other else "") + " serves there")
+        return f"it exited (status {proc.returncode})" + (
+            f"; {host}:{port} is served by another process (pid {other})" if other else "")
     why = served_by_another(host, port, proc.pid)
     if why:
         return why

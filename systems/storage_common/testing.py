@@ -13,7 +13,6 @@ from pathlib import Path
 
 from systems.storage_common.daemons import Daemon, locks_under, pid_alive
 from systems.storage_common.s3 import S3Client
-from tools.common import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -138,9 +137,9 @@ def fuse_roundtrip(mount: Path, sizes=tuple(FILE_SIZES)) -> dict[str, bytes]:
 
 
 def occupy_port() -> tuple[socket.socket, int]:
-    """A listening socket on a free loopback port, to make a daemon's start fail."""
-    port = free_port()
+    """A listening socket on a free loopback port, to make a daemon's start fail (bound to port 0: the
+    port is the socket's from the start, no other process can take it between a free_port() and a bind)."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", port))
+    s.bind(("127.0.0.1", 0))
     s.listen(1)
-    return s, port
+    return s, s.getsockname()[1]

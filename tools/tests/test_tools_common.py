@@ -120,7 +120,7 @@ def test_listener_pid_finds_the_process_that_listens_and_served_by_another_names
             mine.kill()
             mine.wait()
             why = listener_taken_by_another("127.0.0.1", port, mine)
-            assert why.startswith("it exited (status") and f"another process (pid {other.pid}) serves there" in why
+            assert why == f"it exited (status -9); 127.0.0.1:{port} is served by another process (pid {other.pid})"
         finally:
             for p in (other, mine):
                 p.kill()
