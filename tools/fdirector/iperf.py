@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import time
 
-from tools.common import ParseError, free_port
+from tools.common import ParseError, free_port, listener_pid, served_by_another
 from tools.iperf3.parser import parse_iperf3_report
 
 
@@ -27,10 +27,13 @@ def run_iperf3(host: str = "127.0.0.1", port: int | None = None, seconds: float 
     exe = iperf3 or shutil.which("iperf3")
     if not exe:
         raise IperfError("iperf3 not found: install the Debian package iperf3")
+    chosen = not port
     port = port or free_port("0.0.0.0" if server_prefix else host)  # another node: a port free here
     server = None
     try:
-        if start_server:
+        if start_server and not server_prefix:  # here: the listener on host:port must be our server's
+            server, port = _start_here(exe, host, port, chosen)
+        elif start_server:
             argv = [exe, "-s", "-1", "-B", host, "-p", str(port)]
             if server_prefix:  # the server says where it runs (its node and hostname) first
                 argv = [*server_prefix, "sh", "-c", 'echo "NODE ${SLURMD_NODENAME:-$(hostname)} $(hostname)"; '
@@ -66,6 +69,33 @@ def run_iperf3(host: str = "127.0.0.1", port: int | None = None, seconds: float 
             except subprocess.TimeoutExpired:
                 server.terminate()
                 server.wait()
+
+
+def _start_here(exe: str, host: str, port: int, chosen: bool, tries: int = 3) -> tuple[subprocess.Popen, int]:
+    """A one-shot iperf3 server on host:port, returned once the listener there is its own (tools.common
+    listener check; a test probe would use up its one test). Another process may bind the port between
+    free_port() and the server's start: ours then exits and the client would measure against the
+    other's server (and use up another job's one-shot test). A chosen port is replaced, up to `tries`
+    times; a port the caller gave fails naming the other process. A server that ends with nobody else
+    on the port is left to the client's error, as before."""
+    for attempt in range(1, tries + 1):
+        server = subprocess.Popen([exe, "-s", "-1", "-B", host, "-p", str(port)], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            why = served_by_another(host, port, server.pid)
+            if why:
+                break
+            if server.poll() is not None or listener_pid(host, port) is not None or time.monotonic() > deadline:
+                return server, port  # ours listens; or it ended with the port free: the client says why
+            time.sleep(0.02)
+        if server.poll() is None:
+            server.kill()
+        server.wait()
+        if not chosen or attempt == tries:
+            raise IperfError(f"iperf3 server on {host}:{port}: {why}")
+        port = free_port(host)
+    raise AssertionError("unreachable")
 
 
 def _server_where(server: subprocess.Popen) -> dict:
