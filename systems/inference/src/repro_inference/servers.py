@@ -79,6 +79,14 @@ class ServerError(RuntimeError):
         self.returncode, self.log = returncode, log
 
 
+class PortTaken(ServerError):
+    """A port handed to the server is served by another process (``why`` names the port and its PID)."""
+
+    def __init__(self, kind: str, taken: tuple[int, str], returncode: int, log: str):
+        self.port, self.why = taken
+        super().__init__(f"{kind}: port {self.port} taken: {self.why}", returncode, log)
+
+
 def venv(stack: str) -> Path:
     """$REPRO_VENV_TORCH / $REPRO_VENV_TF (the images' /opt/repro/venv-*), else the cached venv that
     systems/inference/setup.sh builds (never built here; tests call setup.sh first)."""
@@ -96,12 +104,17 @@ WILDCARD = ("0.0.0.0", "::", "")
 
 
 try:  # the tree's one free_port, where the repository is on the path (run.py's steps; images via in-image.sh)
-    from tools.common import free_port
+    from tools.common import free_port, served_by_another
 except ImportError:  # this package alone (`apptainer exec <image> python3 -m repro_inference.servers`, no repo)
     def free_port(host: str = "127.0.0.1") -> int:
         with socket.socket() as s:
             s.bind(("0.0.0.0" if host in WILDCARD else host, 0))
             return s.getsockname()[1]
+
+    def served_by_another(host: str, port: int, root: int) -> str:
+        return ""  # without the tree's listener check: the readiness answer alone decides, as before
+
+PORT_TRIES = 3  # starts on fresh ports when one handed out was taken by another process meanwhile
 
 
 def advertised_host(bind: str, advertise: str | None = None) -> str:
@@ -146,13 +159,36 @@ class Server:
         # tensorflow_model_server has no host flag: it always listens on every interface
         self.bind_effective = "0.0.0.0" if kind == "tfserving" else bind
         self.port = port or free_port(self.bind_effective)
+        self.port_given = bool(port)  # a port chosen here may be changed when another process took it
         self.system_kind = SYSTEM_KINDS[kind]
         self.proc = None
         self.log = self.workdir / "server.log"
+        self.ports: list[int] = []  # the other ports this start handed its server (management, gRPC, metrics)
         # what other nodes use (the advertised URL) and what the readiness checks on this node use
-        self.url = f"http://{advertised_host(self.bind_effective, advertise)}:{self.port}"
-        local = "127.0.0.1" if self.bind_effective in WILDCARD else self.bind_effective
-        self.local_url = f"http://{local}:{self.port}"
+        self.advertise = advertise
+        self._urls()
+
+    def _urls(self) -> None:
+        self.url = f"http://{advertised_host(self.bind_effective, self.advertise)}:{self.port}"
+        self.local = "127.0.0.1" if self.bind_effective in WILDCARD else self.bind_effective
+        self.local_url = f"http://{self.local}:{self.port}"
+
+    def _free_port(self, host: str = "127.0.0.1") -> int:
+        """A port for one of the server's other listeners, remembered for the check that they are ours."""
+        port = free_port(host)
+        self.ports.append(port)
+        return port
+
+    def _taken(self) -> tuple[int, str] | None:
+        """None unless a process other than our server (its Popen and descendants) listens on a port this
+        start handed it (tools.common.served_by_another), else (port, why), naming that process:
+        another job's server bound it between free_port() and our server's bind. Ours then exits (its
+        bind failed), and a readiness answer on that port came from the other server."""
+        for port in (self.port, *self.ports):
+            why = served_by_another(self.local, port, self.proc.pid)
+            if why:
+                return port, why
+        return None
 
     # ------------------------------------------------------------------ commands per kind
     def _env(self) -> dict:
@@ -171,10 +207,10 @@ class Server:
         store = self.models / "torchserve"
         if not (store / f"{self.model}.mar").exists():
             raise FileNotFoundError(f"no {store}/{self.model}.mar; run prepare_torch first")
-        self.mgmt = free_port()
+        self.mgmt = self._free_port()
         props = {
             "inference_address": f"http://{self.bind}:{self.port}", "management_address": f"http://127.0.0.1:{self.mgmt}",
-            "metrics_address": f"http://127.0.0.1:{free_port()}", "model_store": str(store),
+            "metrics_address": f"http://127.0.0.1:{self._free_port()}", "model_store": str(store),
             "load_models": f"{self.model}={self.model}.mar", "default_workers_per_model": 1,
             # cuda: one GPU, one worker on it (TorchServe's default: workers = GPUs); cpu: none
             "number_of_gpu": 1 if self.device == "cuda" else 0, "job_queue_size": 1000,
@@ -203,8 +239,8 @@ class Server:
             if item.name != "config.pbtxt" and not (mdir / item.name).exists():
                 (mdir / item.name).symlink_to(item)
         (mdir / "config.pbtxt").write_text(with_device((repo / self.model / "config.pbtxt").read_text(), self.device))
-        args = [f"--model-repository={one}", f"--http-port={self.port}", f"--grpc-port={free_port(self.bind)}",
-                f"--metrics-port={free_port()}", f"--http-address={self.bind}", f"--grpc-address={self.bind}",
+        args = [f"--model-repository={one}", f"--http-port={self.port}", f"--grpc-port={self._free_port(self.bind)}",
+                f"--metrics-port={self._free_port()}", f"--http-address={self.bind}", f"--grpc-address={self.bind}",
                 "--exit-on-error=true", "--strict-readiness=true", "--exit-timeout-secs=10", "--log-verbose=0",
                 "--allow-metrics=false"]
         if self.kind.startswith("triton-python"):
@@ -234,7 +270,7 @@ class Server:
         if not base.is_dir():
             raise FileNotFoundError(f"no {base}/<version>/; run prepare_tf first")
         if self.kind == "tfserving":  # the -gpu image uses the GPU it sees (cpu: CUDA_VISIBLE_DEVICES="")
-            return ["tensorflow_model_server", f"--rest_api_port={self.port}", f"--port={free_port()}",
+            return ["tensorflow_model_server", f"--rest_api_port={self.port}", f"--port={self._free_port()}",
                     f"--model_name={self.model}", f"--model_base_path={base}",
                     *([f"--tensorflow_intra_op_parallelism={self.threads}", "--tensorflow_inter_op_parallelism=1"]
                       if self.threads else [])]
@@ -296,6 +332,21 @@ class Server:
             devmod.require(self.device)  # cuda and no GPU here: fail loudly, before anything starts
         except devmod.NoGPU as err:
             raise ServerError(str(err), 3, "(not started)") from err
+        for attempt in range(1, PORT_TRIES + 1):
+            try:
+                return self._start()
+            except PortTaken as err:
+                if attempt == PORT_TRIES or (self.port_given and err.port == self.port):
+                    raise
+                print(f"servers: {err.why}: starting again on other ports", flush=True)
+                if not self.port_given:
+                    self.port = free_port(self.bind_effective)
+                    self._urls()
+        raise AssertionError("unreachable")
+
+    def _start(self) -> Server:
+        """One start on this start's ports; PortTaken when another process serves one of them."""
+        self.ports = []
         env = self._env()
         if self.kind == "torchserve":
             cmd = self._torchserve(env)
@@ -313,6 +364,8 @@ class Server:
             while True:
                 rc = self.proc.poll()
                 if rc is not None:
+                    if taken := self._taken():  # it could not bind: another process took a port first
+                        raise PortTaken(self.kind, taken, rc, self._logs())
                     raise ServerError(f"{self.kind} exited while loading {self.model}", rc, self._logs())
                 if self.kind == "torchserve" and (marker := self._torchserve_failed()):
                     # the worker's traceback may reach the log after the line that says it died (seen
@@ -320,6 +373,9 @@ class Server:
                     raise ServerError(f"torchserve could not load {self.model} ({marker!r} in its log)", 1,
                                       self._logs(settle_s=5.0))
                 if self._ready():
+                    if taken := self._taken():  # the answer came from another job's server, not ours
+                        raise PortTaken(self.kind, taken, 1 if self.proc.poll() is None else self.proc.returncode,
+                                        self._logs())
                     break
                 if time.time() - t0 > self.timeout:
                     raise ServerError(f"{self.kind}: {self.model} not ready after {self.timeout:.0f} s", 1,
