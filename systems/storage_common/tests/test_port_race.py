@@ -17,6 +17,7 @@ import time
 import pytest
 
 from systems.storage_common.daemons import Daemon, StackError, wait_port, wait_until
+from systems.storage_common.conftest_minio import minio_built  # noqa: F401
 from tools.common import free_port, listener_pid, served_by_another
 
 LISTEN = """
@@ -136,5 +137,43 @@ def test_wait_until_with_a_port_checks_the_listener_after_the_check_passes(tmp_p
         wait_until("anything", lambda: True, 1, None, port=("127.0.0.1", port))  # no daemon: nothing to prove
     finally:
         ours.stop(5)
+        other.kill()
+        other.wait()
+
+
+@pytest.mark.usefixtures("minio_built")
+def test_juicefs_never_formats_its_volume_into_another_jobs_redis(tmp_path, monkeypatch):
+    """The harm, end to end: the JuiceFS stack's Redis port is served by another job's Redis that bound
+    it after the stack's free-port check (require_port_free passes: staged by skipping it). The old
+    stack came up -- `juicefs format` and the mount used the other's Redis (its db 1 held our volume,
+    gone with that job); now `up` fails naming the port and the other's PID, the other's Redis is
+    left with nothing of ours, and `up` cleaned up what it started."""
+    import argparse
+
+    from systems.juicefs.stack import JuiceFSStack
+    from systems.storage_common import daemons as dm
+    from systems.storage_common.testing import assert_nothing_left
+
+    port = free_port()
+    other = _redis(port, tmp_path / "other")
+    monkeypatch.setattr(dm, "require_port_free", lambda *a, **k: None)  # the check passed before the other bound
+    p = argparse.ArgumentParser()
+    JuiceFSStack.add_arguments(p)
+    state = tmp_path / "state"
+    args = p.parse_args(["--redis-port", str(port), "--minio-port", str(free_port()),
+                         "--gateway-port", str(free_port())])
+    try:
+        with pytest.raises(StackError) as e:
+            JuiceFSStack(state, args).up()
+        msg = str(e.value)
+        assert msg.startswith("redis died while waiting for") or msg.startswith("timed out"), msg
+        assert f"port 127.0.0.1:{port} taken by another process" in msg and f"(pid {other.pid})" in msg, msg
+        keys = subprocess.run(["redis-cli", "-p", str(port), "-n", "1", "DBSIZE"], capture_output=True, text=True)
+        assert keys.stdout.strip() == "0", keys  # no JuiceFS volume in the other job's Redis
+        assert other.poll() is None and _ping(port)
+        assert_nothing_left(state, {})
+    finally:
+        subprocess.run([sys.executable, "-m", "systems.juicefs.stack", "down", "--state", str(state)],
+                       capture_output=True, timeout=120)
         other.kill()
         other.wait()
