@@ -155,7 +155,7 @@ class Agent:
         for attempt in range(5):
             cmd = ["memcached", "-l", self.ip, "-p", str(self.mc_port), "-U", "0",
                    "-m", str(self.a.mem_mb), "-I", self.a.item_size, "-M",
-                   "-t", str(self.a.mc_threads), "-c", "8192", "-P", str(pidfile)]
+                   "-t", str(self.a.mc_threads), "-c", "8192", "-P", str(pidfile)] + list(self.a.mc_opt or [])
             if os.geteuid() == 0:
                 cmd += ["-u", "root"]
             logf = open(self.workdir / "memcached.log", "ab")
@@ -175,7 +175,7 @@ class Agent:
                     break
                 self.mc = proc
                 log(f"memcached pid {proc.pid} on {self.ip}:{self.mc_port} "
-                    f"(-m {self.a.mem_mb} -I {self.a.item_size})")
+                    f"(-m {self.a.mem_mb} -I {self.a.item_size}{''.join(' ' + o for o in self.a.mc_opt or [])})")
                 return
             if proc.poll() is None:
                 proc.kill()
@@ -664,6 +664,8 @@ def main(argv=None) -> int:
     ap.add_argument("--mem-mb", type=int, default=1024, help="memcached -m")
     ap.add_argument("--item-size", default="8m", help="memcached -I (larger than the largest stripe)")
     ap.add_argument("--mc-threads", type=int, default=2, help="memcached -t")
+    ap.add_argument("--mc-opt", action="append", default=[],
+                    help="one more memcached argument, as it is (repeatable; --mc-opt=-L for a leading dash)")
     ap.add_argument("--memfs", default="", help="MemFS binary (default systems/memfs/build/memfs)")
     ap.add_argument("--exec-prefix", default="", help="JSON list prefixed to every command (containers)")
     ap.add_argument("--image", default="", help="Apptainer image: run the agent and everything it starts "

@@ -235,6 +235,8 @@ class Cluster:
                     "--mem-mb", str(self.memcached["mem_mb"]), "--item-size", str(self.memcached["item_size"]),
                     "--mc-threads", str(self.memcached["threads"]), "--heartbeat-timeout",
                     str(net.get("heartbeat_timeout", 60))]
+            # more memcached flags as they are (the memlimit runs' slab settings, mtcwf.cluster_api)
+            argv += [f"--mc-opt={o}" for o in self.memcached.get("options") or []]
             if self.memfs_bin:
                 argv += ["--memfs", str(self.memfs_bin)]
             if self.image:
