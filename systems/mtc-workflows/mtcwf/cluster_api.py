@@ -96,15 +96,61 @@ class Adapter:
         return int(w["stdout"].split()[-1])
 
 
+# ------------------------------------------------------------ memory-limited stores
+# memcached's -m counts 1 MiB slab pages, and every item-size class that holds anything holds at
+# least one page of its own (with the default slab_chunk_max of 512 KiB: 39 classes, and Montage's
+# files, tail stripes and metadata records touch 20-26 of them). On a 20 GB node that is noise; under
+# a local limit of tens of MB it is half the limit: measured (Montage 5x5, 2 nodes, plain
+# -m 22 -M), a node refused a store with 8.6 MB of items and 12 of its 22 pages each holding a
+# different small class's few items. So a run whose per-node memory limit is the question gets a
+# store where the limit is the memory for data (data_limited_store):
+#   * slab_chunk_max=16384: every item above 16 KiB is stored as 16 KiB chunks (64 to a page, no
+#     rounding up), so stripes and whole small files cost their bytes, whatever their sizes;
+#   * -L: memcached gives every slab class its first page at start (preallocation), and -m is the
+#     limit plus those pages (SLAB_RESERVE): what is left, the limit, is what data can grow into,
+#     the same on every node whatever mix of sizes it stores;
+#   * slab_automove=0: no page moves between classes, so the reserve never turns into data room.
+# Measured with memcached 1.6.18: a 22 MiB limit held 24.1-24.6 MB of items (267,840 B files,
+# 512 KiB stripes, or a mix with small items), i.e. the limit plus the classes' first pages.
+SLAB_CHUNK_MAX = 16384
+
+
+def slab_classes(chunk_max: int = SLAB_CHUNK_MAX, factor: float = 1.25, min_bytes: int = 48,
+                 item_header: int = 48) -> int:
+    """memcached's number of slab classes (slabs_init: the first chunk holds an item header of
+    ``item_header`` bytes plus ``min_bytes`` (-n), then x ``factor`` (-f), 8-byte aligned, until
+    chunk_max / factor; the last class is chunk_max). With -L memcached needs one MiB page per
+    class at start ("max memory must be at least N megabytes"): the reserve."""
+    size, n = item_header + min_bytes, 0
+    while n < 62:  # MAX_NUMBER_OF_SLAB_CLASSES - 2
+        if size >= chunk_max / factor:
+            break
+        if size % 8:
+            size += 8 - size % 8
+        n += 1
+        size = int(size * factor)
+    return n + 1
+
+
+def data_limited_store(limit_mb: int, chunk_max: int = SLAB_CHUNK_MAX) -> dict:
+    """memcached settings for a per-node memory limit of ``limit_mb`` MiB for data (see above):
+    mem_mb is -m (the limit plus one preallocated page per slab class), options the other flags."""
+    reserve = slab_classes(chunk_max)
+    return {"data_limit_mb": int(limit_mb), "reserve_pages": reserve, "mem_mb": int(limit_mb) + reserve,
+            "options": ["-L", "-o", f"slab_chunk_max={chunk_max},slab_automove=0"]}
+
+
 def open_cluster(impl: str, nodes: int, design: str, mounts_per_node: int, memfs_opts: dict | None,
-                 network: dict | None, workdir: str, memcached_mb: int = 1024, image: str | None = None):
-    """A context manager yielding an :class:`Adapter`."""
+                 network: dict | None, workdir: str, memcached_mb: int = 1024, image: str | None = None,
+                 memcached_opts: list[str] | None = None):
+    """A context manager yielding an :class:`Adapter`. ``memcached_opts``: more memcached arguments
+    for every node's store (data_limited_store's options)."""
     if impl == "standin":
         from . import standin
 
         raw = standin.cluster(nodes=nodes, design=design, mounts_per_node=mounts_per_node,
                               memfs_opts=memfs_opts, network=network, workdir=workdir,
-                              memcached_mb=memcached_mb)
+                              memcached_mb=memcached_mb, memcached_opts=memcached_opts)
         return _Ctx(raw, lambda r: Adapter("standin", r, design, standin.StandInCluster.kind))
     if impl == "mtc":
         mtc_dir = REPO / "systems" / "mtc"
@@ -114,7 +160,8 @@ def open_cluster(impl: str, nodes: int, design: str, mounts_per_node: int, memfs
 
         raw = launch.cluster(nodes=nodes, design=design, mounts_per_node=mounts_per_node,
                              memfs_opts=memfs_opts or {}, network=network or {}, workdir=workdir,
-                             memcached={"mem_mb": memcached_mb}, image=image)
+                             memcached={"mem_mb": memcached_mb, "options": list(memcached_opts or [])},
+                             image=image)
         return _Ctx(raw, lambda r: MtcAdapter(r, design))
     raise ValueError(f"unknown launcher {impl!r}")
 

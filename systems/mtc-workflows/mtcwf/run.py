@@ -107,11 +107,18 @@ def measure(args, rec: dict, log) -> dict:
     xfer = tempfile.mkdtemp(prefix=".xfer-", dir=xfer_base)
     own_workdir = not args.workdir
     workdir = args.workdir or tempfile.mkdtemp(prefix=f"mtcwf-{args.workflow}-{args.design}-", dir=args.tmp_base)
+    # the stores: -m memcached_mb, or a per-node memory limit for data (montage-memlimit)
+    store = (cluster_api.data_limited_store(args.data_limit_mb) if args.data_limit_mb
+             else {"mem_mb": args.memcached_mb, "options": []})
+    rec["extra"]["store"] = store
     log(f"{args.workflow} design={args.design} nodes={args.nodes} tasks/node={args.tasks_per_node} rep={args.rep}"
-        f" launcher={args.launcher}")
+        f" launcher={args.launcher}" + (f" data limit {args.data_limit_mb} MiB per node (memcached -m"
+                                        f" {store['mem_mb']} {' '.join(store['options'])})" if args.data_limit_mb
+                                        else ""))
     try:
         with cluster_api.open_cluster(args.launcher, args.nodes, args.design, args.tasks_per_node, memfs_opts,
-                                      network, workdir, args.memcached_mb, image=args.image or None) as c:
+                                      network, workdir, store["mem_mb"], image=args.image or None,
+                                      memcached_opts=store["options"]) as c:
             rec["system_kind"] = c.kind
             rec["extra"]["cluster"] = c.describe()  # the measured placement: which nodes the agents ran on
             c.shared_tmp = xfer
@@ -189,7 +196,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--launcher", default="mtc", choices=["mtc", "standin"])
     ap.add_argument("--memfs-opts", default="", help="JSON: MemFS mount options (stripe_size, threads, ...)")
     ap.add_argument("--network", default="", help="JSON: network emulation for the launcher")
-    ap.add_argument("--memcached-mb", type=int, default=1024)
+    ap.add_argument("--memcached-mb", type=int, default=1024, help="every node's memcached -m")
+    ap.add_argument("--data-limit-mb", type=int, default=0,
+                    help="instead: every node's memory for data, in MiB (cluster_api.data_limited_store: "
+                         "-m this plus one preallocated page per slab class, 16 KiB chunks); 0: off")
     ap.add_argument("--task-timeout", type=float, default=600.0)
     ap.add_argument("--max-dispatch-gap", type=float, default=5.0,
                     help="fail the run if a task's reply took longer than this beyond the task itself (s)")
@@ -202,6 +212,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.nodes < 1 or args.tasks_per_node < 1:
         ap.error("--nodes and --tasks-per-node must be >= 1")
+    if args.data_limit_mb < 0:
+        ap.error("--data-limit-mb must be >= 0")
     return args
 
 

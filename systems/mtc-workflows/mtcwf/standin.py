@@ -106,7 +106,7 @@ class StandInCluster:
 
     def __init__(self, nodes: int, design: str, mounts_per_node: int = 1, memfs_opts: dict | None = None,
                  network: dict | None = None, workdir: str | os.PathLike = "/tmp/mtcwf-standin",
-                 memcached_mb: int = 1024):
+                 memcached_mb: int = 1024, memcached_opts: list[str] | None = None):
         if design not in DESIGNS:
             raise ValueError(f"design {design!r} not in {DESIGNS}")
         self.n = int(nodes)
@@ -116,6 +116,7 @@ class StandInCluster:
         self.network = dict(network or {})
         self.workdir = Path(workdir)
         self.memcached_mb = memcached_mb
+        self.memcached_opts = list(memcached_opts or [])
         self.nodes: list[Node] = []
         self._log_fhs = []
 
@@ -161,7 +162,7 @@ class StandInCluster:
         for _ in range(5):
             port = free_port()
             cmd = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", str(self.memcached_mb),
-                   "-I", "8m", "-M", "-t", "2", "-c", "4096"]
+                   "-I", "8m", "-M", "-t", "2", "-c", "4096"] + self.memcached_opts
             if os.geteuid() == 0:
                 cmd += ["-u", "root"]
             p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -158,25 +158,39 @@ def test_sigterm_mid_run_is_a_failure_record_and_the_cluster_is_torn_down(tmp_pa
 @pytest.mark.slow
 @pytest.mark.skipif(not (REPO / "systems" / "mtc" / "launch.py").exists(), reason="systems/mtc not there")
 def test_memlimit_run_records_the_stores_at_failure(tmp_path, montage_inputs):
-    """montage-memlimit (studies.memfs.wf_memlimit_run): every node's memcached at 16 MB, the locality
-    design's 3x3 mosaic does not fit (7.6 MB on the scheduler node in MemFS's stripes), a Montage task
-    fails ("could not close the file", or no output at all): the failure record
-    holds the stores' state before tear-down (extra.at_failure: each node's limit, MemFS's ENOSPC); at
-    128 MB the same run completes and its record has no at_failure. The limit is not one of the
-    record's params (its path names it)."""
+    """montage-memlimit (studies.memfs.wf_memlimit_run): every node's memory for data limited to 4 MiB
+    (mtcwf.cluster_api.data_limited_store: memcached -m 4 + 23 preallocated class pages), the locality
+    design's 3x3 mosaic does not fit (7.6 MB on the scheduler node), a Montage task fails ("could not
+    close the file", "No space left on device", or no output at all): the failure record holds the
+    stores' state before tear-down (extra.at_failure: each node's limit and slab pages, MemFS's ENOSPC;
+    the refusing store has every page taken); at 128 MiB the same run completes and its record has the
+    stores at the end (extra.at_end), no at_failure. The limit is not one of the record's params (its
+    path names it)."""
+    from mtcwf import cluster_api
+
     kw = dict(launcher="mtc", module="studies.memfs.wf_memlimit_run")
-    rc, raw, out = run_workflow(tmp_path / "16", "montage", montage_inputs, "locality", params={"memcached_mb": 16},
+    rc, raw, out = run_workflow(tmp_path / "4", "montage", montage_inputs, "locality", params={"memcached_mb": 4},
                                 **kw)
     assert rc == 1 and not raw.exists(), out[-3000:]
-    rec = _failure(tmp_path / "16", raw)
+    rec = _failure(tmp_path / "4", raw)
     assert rec["experiment"] == "workflow_montage" and rec["params"] == {
         "workflow": "montage", "design": "locality", "nodes": 2, "tasks_per_node": 1}
     assert rec["failure"].startswith("task m"), rec["failure"]  # a Montage tool (which one: the load decides)
+    store = cluster_api.data_limited_store(4)
+    assert rec["extra"]["store"] == store and store["mem_mb"] == 4 + 23
     nodes = rec["extra"]["at_failure"]["nodes"]
-    assert [n["node"] for n in nodes] == [1, 2] and all(n["memcached_limit_bytes"] == 16 << 20 for n in nodes)
-    assert sum(n["memfs_enospc"] for n in nodes) >= 1, nodes
+    assert [n["node"] for n in nodes] == [1, 2] and all(n["memcached_limit_bytes"] == 27 << 20 for n in nodes)
+    refused = [n for n in nodes if n["memfs_enospc"] > 0]
+    assert refused, nodes
+    for n in refused:  # refused for memory: all of its pages taken (the limit plus every class's first page)
+        assert n["slabs"]["total_malloced"] == 27 << 20 and n["slabs"]["active_slabs"] == 23, n
     assert "store at failure: " in out
     rec = _ok(*run_workflow(tmp_path / "128", "montage", montage_inputs, "locality", params={"memcached_mb": 128},
                             **kw))
     assert "at_failure" not in rec["extra"] and "memcached_mb" not in rec["params"]
     assert rec["extra"]["node_stats"][0]["data_bytes"] > 0
+    assert rec["extra"]["store"]["mem_mb"] == 128 + 23
+    end = rec["extra"]["at_end"]["nodes"]
+    assert [n["node"] for n in end] == [1, 2] and all(n["memfs_enospc"] == 0 for n in end)
+    # the scheduler node's pages beyond the reserve hold its data (7.6 MB): more than the 4 MiB that refused
+    assert (end[0]["slabs"]["total_malloced"] >> 20) - 23 > 4, end[0]["slabs"]

@@ -2,8 +2,9 @@
 """The montage-memlimit experiment (paper 004, Section 2.4.2): the mechanism of "AMFS's scheduler
 node runs out of memory on Montage 12x12, MemFS completes", at local scale.
 
-Each node's memcached gets the same per-node limit (``-m <MB> -M``: a full store answers
-"SERVER_ERROR out of memory", it never evicts). Montage runs on both designs at each limit of a
+Each node's memcached gets the same per-node limit for data (``-M``: a full store answers
+"SERVER_ERROR out of memory", it never evicts; ``-m`` the limit plus one preallocated page per slab
+class, mtcwf.cluster_api.data_limited_store). Montage runs on both designs at each limit of a
 sweep, plus once at the study's normal memcached_mb (unlimited reference: the data per node).
 From the raw records only (a successful run's raw file; a failed run's failure record with the
 stores' state at failure, added by wf_memlimit_run.py):
@@ -131,11 +132,11 @@ def build(t: pd.DataFrame, limit_mb: int, ref_mb: int, node_count: int) -> list[
                  " its largest per-node data)")
     margin = (f"limit {limit_mb} MB per node {'lies' if between else 'does NOT lie'} between MemFS's smallest "
               f"completing limit ({need['memfs']} MB) and the locality design's ({need['locality']} MB) over the "
-              f"sweep {tried} MB; memcached's -m counts 1 MB slab pages, each item-size class holding its own "
-              f"(Montage's files and 512 KiB stripes span many classes), so the limits are well above the data "
-              f"bytes{ratio}; " + ref)
-    note = (f"the mechanism at local scale ({node_count} nodes, Montage 5x5 synthetic, memcached -m <MB> -M on "
-            "every node), not the 12x12 run itself; " + margin + "; " + TABLE23)
+              f"sweep {tried} MB; a limit is the node's memory for data in MiB (memcached -M, items in 16 KiB "
+              f"chunks, -m the limit plus one preallocated 1 MiB page per slab class: mtcwf.cluster_api."
+              f"data_limited_store){ratio}; " + ref)
+    note = (f"the mechanism at local scale ({node_count} nodes, Montage 5x5 synthetic, the same memory limit for "
+            "data on every node), not the 12x12 run itself; " + margin + "; " + TABLE23)
     out = []
     c = K.Claim(STUDY, "M1", "AMFS's scheduler node runs out of memory where MemFS completes (same per-node "
                 "memory limit)", PAPER, TARGET, OUT_TABLE, unit="", system_kind=kind, note=note)

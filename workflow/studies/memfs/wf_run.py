@@ -10,8 +10,10 @@ The run contract (repro.runner), one experiment per workflow (the name its recor
 
 CFG (JSON) is the part of memfs.workflows a run reads: launcher, network, memfs_opts, memcached_mb,
 task_timeout_s (rules.smk: MWF_JOB_KEYS). --params are the record's params as they are; a
-"memcached_mb" there (montage-memlimit, wf_memlimit_run.py) overrides the config's and is not one of
-the record's params. The inputs are the generator's directory (the manifest's); image: the Apptainer
+"memcached_mb" there (montage-memlimit, wf_memlimit_run.py) is every node's memory limit for data
+(mtcwf.run --data-limit-mb: memcached -m that plus one preallocated page per slab class, 16 KiB
+chunks; mtcwf.cluster_api.data_limited_store) instead of the config's memcached_mb, and is not one
+of the record's params. The inputs are the generator's directory (the manifest's); image: the Apptainer
 image the agents run commands in (none: this host's tools). Scratch directories go under $TMPDIR.
 
 systems/mtc-workflows measures it (mtcwf.run.measure: cluster, scheduler, memory snapshot,
@@ -73,8 +75,11 @@ def mtcwf_args(ctx: runner.Context):
     argv = ["--workflow", str(p["workflow"]), "--inputs", os.path.dirname(ctx.inputs["manifest"]),
             "--design", str(p["design"]), "--nodes", str(p["nodes"]), "--tasks-per-node", str(p["tasks_per_node"]),
             "--rep", str(ctx.rep), "--raw", ctx.out, "--launcher", str(cfg["launcher"]),
-            "--memcached-mb", str(p["memcached_mb"] if "memcached_mb" in p else cfg["memcached_mb"]),
             "--task-timeout", str(cfg["task_timeout_s"])]
+    if "memcached_mb" in p:  # montage-memlimit: the node's memory for data
+        argv += ["--data-limit-mb", str(p["memcached_mb"])]
+    else:
+        argv += ["--memcached-mb", str(cfg["memcached_mb"])]
     for key, flag in (("network", "--network"), ("memfs_opts", "--memfs-opts")):
         if cfg.get(key):
             argv += [flag, json.dumps(cfg[key])]
