@@ -114,3 +114,25 @@ def test_a_changed_file_inside_a_files_directory_changes_the_image_key(tmp_path)
     (src / "sub" / "__pycache__" / "b.cpython-311.pyc").write_bytes(b"\0")
     assert key() == k1
     assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").iterdir())  # nothing built
+
+
+def test_images_and_their_binds_follow_repro_cache(snake, workspace, tmp_path):
+    """REPRO_CACHE moves every cache: the built images' (build-sif.sh --cache) and the prepared inputs a
+    side in its image reads (the inference models) -- bound into the image. Found by a rehearsal with
+    REPRO_CACHE=/work/cacheA: the images came from ~/.cache/repro/sif (a fixed default) and every
+    inference job in its image failed 'No such file .../cacheA/inference-models-.../manifest-...'
+    (Apptainer binds $HOME, so under ~/.cache/repro it had never shown)."""
+    cache = tmp_path / "elsewhere-cache"
+    cache.mkdir()
+    snake.env["REPRO_CACHE"] = str(cache)
+    on = workspace / "inference-on.yaml"
+    on.write_text("inference: {enabled: true}\n")
+    plan = snake("-n", "-p", "-F", "containers/sif/locust.sif", "results/inference/raw/experiment~raw_rate/"
+                 "model~resnet50/framework~torch/rep~0.json", "--profile", "profiles/slurm",
+                 "--configfile", "config/config.yaml", str(on), timeout=300).stdout
+    assert f"--cache {cache}/sif" in plan, plan[-3000:]
+    runs = [ln for ln in plan.splitlines() if "apptainer exec" in ln and "studies.inference.run raw_rate" in ln]
+    assert runs, plan[-3000:]
+    for ln in runs:
+        binds = ln.split("--bind ", 1)[1].split()[0].split(",")
+        assert str(cache) in binds, ln[:500]

@@ -103,6 +103,10 @@ def _sdm_apptainer():
 
 USE_APPTAINER = _sdm_apptainer()
 SIF_DIR = config["containers"]["sif_dir"]
+# what ./repro and every setup script cache under (models, venvs, built images): REPRO_CACHE
+REPRO_CACHE = os.path.abspath(os.path.expanduser(os.environ.get("REPRO_CACHE") or "~/.cache/repro"))
+# built images by content hash (containers.cache_dir, else $REPRO_CACHE/sif, where build-sif.sh keeps them)
+IMAGE_CACHE = os.path.expanduser(config["containers"]["cache_dir"] or os.path.join(REPRO_CACHE, "sif"))
 
 
 def sif(name):
@@ -132,7 +136,11 @@ def system_exec(name, gpu=False):
     studies.<study>` in an image failed "No module named studies").
     """
     if in_image(name):
-        binds = ",".join(dict.fromkeys([os.getcwd(), workflow.basedir]))
+        # the cache too: prepared inputs live there (the inference models); Apptainer binds $HOME by
+        # default, so under ~/.cache/repro this went unseen until a rehearsal with REPRO_CACHE
+        # elsewhere failed every inference job in its image ("no such file .../manifest-torch-...")
+        binds = ",".join(dict.fromkeys([os.getcwd(), workflow.basedir]
+                                       + ([REPRO_CACHE] if os.path.isdir(REPRO_CACHE) else [])))
         return (
             f"apptainer exec{' --nv' if gpu else ''} --bind {binds}"
             f" {sif(name)} {os.path.join(workflow.basedir, SCRIPTS, 'in-image.sh')}"

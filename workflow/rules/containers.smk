@@ -1,5 +1,5 @@
 # Apptainer images: containers/<name>.def -> containers/sif/<name>.sif (pinned
-# inside the .def; a content-hash cache under ~/.cache/repro/sif makes an
+# inside the .def; a content-hash cache under $REPRO_CACHE/sif makes an
 # unchanged image a copy). Runs on the host, never inside a container.
 # `rule containers` builds the analysis image and every image a study declares
 # (register_study(..., images=[...])).
@@ -25,7 +25,7 @@ rule build_container:
     params:
         bootstrap=config["containers"]["bootstrap"],
         mirror=config["containers"]["debian_mirror"],
-        cache=config["containers"]["cache_dir"],
+        cache=IMAGE_CACHE,
     shell:
         # a definition that fetches from a host this site cannot reach fails at once, naming it
         # (repro.images), instead of after a long build

@@ -99,7 +99,7 @@ rule storage_layer_image:
         runtime=90,
         mem_mb=4000,
     params:
-        cache=config["containers"]["cache_dir"],
+        cache=IMAGE_CACHE,
     shell:
         "python3 -m repro.images check {input.definition} > {log} 2>&1 &&"
         " {input.builder} {input.definition} {output} --build-arg BASE={input.base}"
