@@ -23,10 +23,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
-from tools.common import free_port  # the tree's one (the repository root is on PYTHONPATH)
+from tools.common import free_port, port_taken_by_another  # the tree's one (the repository root is on PYTHONPATH)
 
 REPO = Path(__file__).resolve().parents[3]
 MEMFS_BUILD = REPO / "systems" / "memfs" / "build"
@@ -159,24 +160,36 @@ class StandInCluster:
                 self._mount(nd, j)
 
     def _start_memcached(self, nd: Node):
+        why = []
         for _ in range(5):
             port = free_port()
             cmd = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", str(self.memcached_mb),
                    "-I", "8m", "-M", "-t", "2", "-c", "4096"] + self.memcached_opts
             if os.geteuid() == 0:
                 cmd += ["-u", "root"]
-            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 start_new_session=True)
+            err = tempfile.TemporaryFile()  # memcached's own words, for the failure
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
             deadline = time.time() + 5
             while time.time() < deadline and p.poll() is None:
                 try:
                     socket.create_connection(("127.0.0.1", port), 0.2).close()
-                    nd.memcached, nd.port = p, port
-                    return
                 except OSError:
                     time.sleep(0.02)
+                    continue
+                # the answer may be another job's memcached on a port taken since free_port()
+                taken = port_taken_by_another("127.0.0.1", port, p)
+                if not taken:
+                    nd.memcached, nd.port = p, port
+                    return
+                why.append(taken)
+                break
             _stop_proc(p)
-        raise RuntimeError(f"{nd.name}: could not start memcached")
+            err.seek(0)
+            said = err.read().decode(errors="replace").strip()[-500:]
+            if said or p.returncode not in (None, 0):
+                why.append(f"port {port}: exit {p.returncode}: {said or 'no output'}")
+        raise RuntimeError(f"{nd.name}: could not start memcached in 5 tries: "
+                           + "; ".join(why or ["no answer in 5 s"]))
 
     def _mount(self, nd: Node, j: int):
         mnt = nd.root / f"mnt{j}"
