@@ -148,6 +148,12 @@ class ImageSide:
 # ---------------------------------------------------------------------------------------------
 # the stack
 # ---------------------------------------------------------------------------------------------
+PORT_TRIES = 3  # stack starts when another process took one of its ports (systems/storage_common/daemons.py)
+# what a stack says when another process holds one of its ports: at the start's own check
+# (require_port_free) or once a daemon's answer came from another process (wait_until)
+PORT_TAKEN = re.compile(r"taken by another process|port \S+ is already in use")
+
+
 def stack_args(cfg: dict, stack: str, state: Path, local: Path, pl: placement.Plan) -> list[str]:
     """`stack.py up` arguments: `state` holds what every node reads (shared on a cluster), `local`
     is node-local (daemon data, FUSE mount, caches)."""
@@ -429,19 +435,34 @@ class StackJob:
         self.local.mkdir(parents=True, exist_ok=True)
         # the daemons' full logs (STATE/log/*.log, systems/storage_common/daemons.py) beside every failure record
         self.ctx.logs.append(self.state / "log")
-        args = stack_args(self.cfg, stack, self.state, self.local, self.pl)
-        say(f"{stack}: up ({' '.join(args)})")
         t0 = time.monotonic()
-        try:
-            r = subprocess.run(stack_cmd(stack, "up", self.state, *args), capture_output=True, text=True,
-                               timeout=900)
-        except subprocess.TimeoutExpired as exc:
-            self.fail_all(list(self.params_of), f"{stack} did not come up: "
-                          + procs.failure_message("stack.py up", exc, tail=4000), "timeout")
-            return False
+        earlier = []  # the tries that lost a port to another process, said in the failure if all fail
+        for attempt in range(1, PORT_TRIES + 1):
+            args = stack_args(self.cfg, stack, self.state, self.local, self.pl)  # fresh ports each try
+            say(f"{stack}: up ({' '.join(args)})")
+            try:
+                r = subprocess.run(stack_cmd(stack, "up", self.state, *args), capture_output=True, text=True,
+                                   timeout=900)
+            except subprocess.TimeoutExpired as exc:
+                self.fail_all(list(self.params_of), f"{stack} did not come up: "
+                              + procs.failure_message("stack.py up", exc, tail=4000), "timeout")
+                return False
+            if r.returncode == 0 or not PORT_TAKEN.search((r.stderr or "") + (r.stdout or "")) or attempt == PORT_TRIES:
+                break
+            # another job's daemon took a port between free_port() and the start (the stack said so,
+            # naming it): that stack down, again on other ports
+            taken = procs.output_tail(r.stdout or "", r.stderr or "", 600)
+            earlier.append(f"try {attempt}: {taken}")
+            say(f"{stack}: a port was taken by another process (try {attempt} of {PORT_TRIES}): {taken}")
+            d = subprocess.run(stack_cmd(stack, "down", self.state), capture_output=True, text=True, timeout=300)
+            if d.returncode != 0:
+                say(f"{stack}: down after the taken port: exit {d.returncode}: {d.stderr[-1000:]}")
+                break
         if r.returncode != 0:
             self.fail_all(list(self.params_of), f"{stack} did not come up: "
-                          + procs.failure_message("stack.py up", r, tail=4000))
+                          + procs.failure_message("stack.py up", r, tail=4000)
+                          + (f" (after {len(earlier)} tries that lost a port: {'; '.join(earlier)})"
+                             if earlier else ""))
             return False
         self.info = info = json.loads((self.state / "stack.json").read_text())
         if stack == "lustre-minio":  # what MinIO's drive really is (Lustre or not), from the mount table
