@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -132,7 +133,12 @@ def test_limits_and_claims(study, tmp_path):
     # Lustre+MinIO is a local stand-in here: its comparisons are informative, the relation in the note
     assert by["cosbench_throughput_leader"].verdict == "informative"
     assert "stand-in" in by["cosbench_throughput_leader"].system_kind
-    assert "held" in by["cosbench_throughput_leader"].note and by["mdtest_lustre_30pct"].verdict == "informative"
+    # the relation is measured, and on two shared cores it can go either way (helper-22 saw Ceph, JuiceFS
+    # and the stand-in in every order at load ~10): the note says which way it went, as the numbers did
+    lead = by["cosbench_throughput_leader"]
+    share = float(re.search(r"Lustre\+MinIO best in (\d+)%", lead.reproduced).group(1))
+    assert ("the relation held here" if share == 100 else "the relation did not hold here") in lead.note, lead
+    assert by["mdtest_lustre_30pct"].verdict == "informative"
     assert by["mdtest_advantage_grows"].verdict == "not run"  # one task count in this tiny run
     assert by["cosbench_ceph_rt_vs_size"].verdict == "not run"  # one size only
 
