@@ -49,11 +49,15 @@ def stats(df: pd.DataFrame, metric: str, keys: list[str], **eq) -> pd.DataFrame:
     if sub.empty:
         return pd.DataFrame(columns=cols)
     runs = sub.drop_duplicates(subset=["raw_file"])
-    bad = runs.groupby(keys, dropna=False).agg(
-        failed=("status", lambda s: int((s == "failed").sum())),
-        not_run=("status", lambda s: int((s == "not-run").sum())),
-        system_kind=("system_kind", lambda s: "+".join(sorted({str(x) for x in s if str(x) and str(x) != "nan"}))),
-    ).reset_index()
+    # counted with vectorised sums, not per-group lambdas (the claims' tests call this ~100 times per
+    # build: the lambdas were ~7 of its 11 s)
+    runs = runs.assign(failed=(runs["status"] == "failed").astype(int),
+                       not_run=(runs["status"] == "not-run").astype(int),
+                       system_kind=runs["system_kind"].astype(str))
+    g = runs.groupby(keys, dropna=False)
+    bad = g[["failed", "not_run"]].sum()
+    bad["system_kind"] = g["system_kind"].agg(lambda s: "+".join(sorted(set(s) - {"", "nan"})))
+    bad = bad.reset_index()
     st = ok.groupby(keys, dropna=False)["value"].agg(["mean", "std", "count"]).reset_index()
     out = bad.merge(st, on=keys, how="left")
     out["count"] = out["count"].fillna(0).astype(int)
