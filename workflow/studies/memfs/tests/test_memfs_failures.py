@@ -56,7 +56,8 @@ def test_sigterm_tears_the_cluster_down_and_records_why(tmp_path):
     params = {"network": "IPoIB", "design": "memfs", "nodes": 1, "size": "16MiB", "launcher": "local"}
     p = subprocess.Popen([PY, "-m", "studies.memfs.run", "envelope", "--config", json.dumps(cfg),
                           "--params", json.dumps(params), "--rep", "0", "--out", out],
-                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=mpi_env())
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=dict(mpi_env(), PYTHONFAULTHANDLER="1"))
     seen, rest = [], ""
     try:
         for line in p.stdout:  # the cluster is up and the files are being written
@@ -66,9 +67,16 @@ def test_sigterm_tears_the_cluster_down_and_records_why(tmp_path):
                 break
         rest, _ = p.communicate(timeout=300)
     except subprocess.TimeoutExpired:
-        p.kill()
-        rest = p.communicate()[0]
-        pytest.fail("the job did not end in 300 s after SIGTERM: " + ("".join(seen) + rest)[-3000:])
+        # seen once (2026-11-29, a full test session at load ~8): nothing after "cluster up:" for 300 s.
+        # SIGABRT makes the faulthandler print every thread's stack: where the job hangs, for the record
+        p.send_signal(signal.SIGABRT)
+        try:
+            rest = p.communicate(timeout=20)[0]
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rest = p.communicate()[0]
+        pytest.fail("the job did not end in 300 s after SIGTERM (its threads' stacks at the end): "
+                    + ("".join(seen) + rest)[-8000:])
     finally:
         if p.poll() is None:
             p.kill()
