@@ -36,7 +36,8 @@ import sys
 import threading
 import time
 import traceback
-from multiprocessing.connection import Listener
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Listener, answer_challenge, deliver_challenge
 from pathlib import Path
 
 # run as `python3 -m systems.mtc.agent` by the launcher, with the launcher's PYTHONPATH (the
@@ -502,6 +503,12 @@ class Agent:
     # --------------------------------------------------------------- serving
     def serve_conn(self, conn):
         try:
+            try:
+                deliver_challenge(conn, self._key)
+                answer_challenge(conn, self._key)
+            except (EOFError, OSError, AuthenticationError) as exc:  # refused or gone: this thread only
+                log(f"rejected a connection: {exc!r}")
+                return
             while True:
                 try:
                     method, kw = conn.recv()
@@ -572,7 +579,11 @@ class Agent:
 
     def serve(self):
         key = (self.rdv / "authkey").read_bytes()
-        self.listener = Listener((self.ip, self.a.rpc_port), authkey=key, backlog=64)
+        # no authkey here: the handshake runs in each connection's own thread (serve_conn), so a client
+        # that stalls in it (one stopped by a signal mid-handshake, its socket left open) cannot block
+        # the accept loop -- that hung every later RPC of the driver (its teardown included) for ever
+        self._key = key
+        self.listener = Listener((self.ip, self.a.rpc_port), backlog=64)
         port = self.listener.address[1]
         self.start_memcached()
         self._record_state()

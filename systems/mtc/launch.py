@@ -29,6 +29,7 @@ import secrets
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -156,11 +157,24 @@ def _connect(address, authkey):
     except ImportError:  # pragma: no cover - other Python implementations
         return Client(address, authkey=authkey)
     s = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
-    s.settimeout(None)
-    conn = Connection(s.detach())
+    try:
+        s.settimeout(None)
+        # the handshake is bounded too: an agent that never answers it fails this call after
+        # CONNECT_TIMEOUT (SO_RCVTIMEO on the socket, cleared once authenticated)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", int(CONNECT_TIMEOUT), 0))
+        conn = Connection(s.detach())
+    except BaseException:
+        s.close()  # a signal here must not leave a half-open connection behind
+        raise
     try:
         answer_challenge(conn, authkey)
         deliver_challenge(conn, authkey)
+        with socket.socket(fileno=os.dup(conn.fileno())) as same:
+            same.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0))
+    except BlockingIOError:
+        conn.close()
+        raise TimeoutError(f"agent {address[0]}:{address[1]} did not complete the RPC handshake in "
+                           f"{CONNECT_TIMEOUT:.0f} s") from None
     except BaseException:
         conn.close()
         raise
