@@ -16,20 +16,30 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def memcached_pid(host: str, port: int, timeout: float = 2.0) -> int | None:
-    """The PID the memcached at host:port says it has (``stats``), or None if it does not answer so."""
+def ask(host: str, port: int, request: bytes, done, timeout: float = 2.0) -> bytes | None:
+    """Send ``request`` to host:port and read until ``done(answer)`` (or the server closes, or 64 KiB);
+    None if the server cannot be reached. The one text-protocol question of the tree (memcached's
+    ``stats``, Redis's ``CONFIG GET``)."""
     import socket
 
     try:
         with socket.create_connection((host, port), timeout) as s:
-            s.sendall(b"stats\r\n")
+            s.sendall(request)
             buf = b""
-            while not buf.endswith(b"END\r\n") and len(buf) < 65536:
+            while not done(buf) and len(buf) < 65536:
                 chunk = s.recv(4096)
                 if not chunk:
                     break
                 buf += chunk
     except OSError:
+        return None
+    return buf
+
+
+def memcached_pid(host: str, port: int, timeout: float = 2.0) -> int | None:
+    """The PID the memcached at host:port says it has (``stats``), or None if it does not answer so."""
+    buf = ask(host, port, b"stats\r\n", lambda b: b.endswith(b"END\r\n"), timeout)
+    if buf is None:
         return None
     for line in buf.decode("ascii", "replace").splitlines():
         parts = line.split()

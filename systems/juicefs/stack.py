@@ -19,7 +19,6 @@ import argparse
 import os
 import secrets
 import shutil
-import socket
 import sys
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from systems.minio.stack import minio_binary, minio_version, new_credentials, st
 from systems.storage_common.daemons import Stack, StackError
 from systems.storage_common import daemons as dm
 from systems.storage_common.s3 import S3Client
+from tools.common import ask
 
 VOLUME = "repro"
 
@@ -48,16 +48,9 @@ def juicefs_binary() -> str:
 
 def redis_config(host: str, port: int, key: str, timeout: float = 2.0) -> str | None:
     """The value `CONFIG GET key` of the Redis at host:port, or None if it does not answer so."""
-    try:
-        with socket.create_connection((host, port), timeout) as s:
-            s.sendall(f"CONFIG GET {key}\r\n".encode())
-            buf = b""
-            while buf.count(b"\r\n") < 5 and not buf.startswith((b"-", b"*0")) and len(buf) < 65536:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                buf += chunk
-    except OSError:
+    buf = ask(host, port, f"CONFIG GET {key}\r\n".encode(),
+              lambda b: b.count(b"\r\n") >= 5 or b.startswith((b"-", b"*0")), timeout)
+    if buf is None:
         return None
     lines = buf.decode(errors="replace").split("\r\n")  # *2, $len, key, $len, value
     return lines[4] if len(lines) > 4 and lines[0] == "*2" and lines[2] == key else None
